@@ -1,0 +1,52 @@
+"""The `auditor` command group. Commands import heavy packages only when they run."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import click
+
+from auditor import __version__
+from auditor.errors import AuditorError
+
+__all__ = ["cli", "main"]
+
+
+class AuditorGroup(click.Group):
+    """Turns AuditorError into a one-line `Error: ...` with the error's exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except AuditorError as exc:
+            error = click.ClickException(str(exc))
+            error.exit_code = exc.exit_code
+            raise error from exc
+
+
+@click.group(cls=AuditorGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="auditor")
+@click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
+def cli(verbose: int) -> None:
+    """Audit a RAG pipeline: throughput weighted by how faithful its answers are."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _register() -> None:
+    from auditor.cli.config_cmd import config
+    from auditor.cli.ingest import ingest
+    from auditor.cli.search import search
+
+    cli.add_command(ingest)
+    cli.add_command(search)
+    cli.add_command(config)
+
+
+_register()
+
+
+def main() -> None:
+    """Console entry point."""
+    cli(prog_name="auditor")

@@ -1,0 +1,219 @@
+"""Pipeline configuration: `pipelines/*.toml` validated by typed models.
+
+Precedence: defaults < the TOML file < `--set a.b=c` overrides < explicit CLI flags.
+Every model forbids unknown keys, so a typo is an error that names the key. Later stages
+(generator, judge, SLOs, gates) add sections of their own; a file without them stays valid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from auditor.errors import BadInput
+
+__all__ = [
+    "ChunkingConfig",
+    "EmbedderConfig",
+    "FlatIndexConfig",
+    "HNSWIndexConfig",
+    "IVFIndexConfig",
+    "IndexConfig",
+    "IngestConfig",
+    "PipelineConfig",
+    "RetrievalConfig",
+    "apply_overrides",
+    "config_sha256",
+    "format_validation_error",
+    "load_pipeline",
+    "parse_set_option",
+    "resolve_pipeline_path",
+]
+
+DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EmbedderConfig(_Model):
+    """Which sentence-transformers model embeds chunks and queries."""
+
+    model: str = Field(
+        DEFAULT_EMBEDDER,
+        description="A packaged model name (see `auditor ingest --help`) or a local "
+        "sentence-transformers model directory.",
+    )
+    batch_size: int = Field(64, ge=1, le=4096, description="Chunks per encode call.")
+    device: str = Field(
+        "cpu", description="torch device for the embedder: cpu, cuda, cuda:1, ..."
+    )
+
+
+class ChunkingConfig(_Model):
+    """How documents are split; sizes count the embedder's own word pieces."""
+
+    chunk_size: int = Field(
+        200,
+        ge=16,
+        le=8192,
+        description="Maximum word pieces per chunk; must fit the embedder's window "
+        "(MiniLM: 256 including 2 special tokens), or the tail of a chunk is never embedded.",
+    )
+    chunk_overlap: int = Field(
+        32, ge=0, description="Word pieces shared by consecutive chunks of a document."
+    )
+
+
+class FlatIndexConfig(_Model):
+    """Exact inner-product search: right for up to a few hundred thousand chunks."""
+
+    kind: Literal["flat"] = Field("flat", description="Exact inner product (IndexFlatIP).")
+
+
+class HNSWIndexConfig(_Model):
+    """Graph index for large corpora: approximate, fast, no training."""
+
+    kind: Literal["hnsw"] = Field(description="Approximate search with IndexHNSWFlat.")
+    m: int = Field(32, ge=4, le=256, description="Graph neighbours per node (HNSW M).")
+    ef_construction: int = Field(80, ge=8, description="Candidate list size while building.")
+    ef_search: int = Field(64, ge=1, description="Candidate list size at query time.")
+
+
+class IVFIndexConfig(_Model):
+    """Inverted-file index for large corpora: approximate, trained on the corpus."""
+
+    kind: Literal["ivf"] = Field(description="Approximate search with IndexIVFFlat.")
+    nlist: int | None = Field(
+        None,
+        ge=1,
+        description="Number of clusters; default 4*sqrt(chunks), capped at the chunk count.",
+    )
+    nprobe: int = Field(8, ge=1, description="Clusters visited per query.")
+
+
+IndexConfig = Annotated[
+    FlatIndexConfig | HNSWIndexConfig | IVFIndexConfig, Field(discriminator="kind")
+]
+
+
+class IngestConfig(_Model):
+    """Everything that decides what the index holds (recorded in its manifest)."""
+
+    embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
+    index: IndexConfig = Field(default_factory=FlatIndexConfig, description="FAISS index type.")
+    max_file_mb: float = Field(
+        50.0, gt=0, description="Documents larger than this are rejected as oversized."
+    )
+
+
+class RetrievalConfig(_Model):
+    """How many chunks a question retrieves."""
+
+    top_k: int = Field(4, ge=1, le=100, description="Chunks retrieved per question.")
+
+
+class PipelineConfig(_Model):
+    """A RAG pipeline under audit, as written in `pipelines/NAME.toml`."""
+
+    name: str = Field(description="Short name shown in reports and tables.")
+    description: str = Field("", description="One line on what this pipeline is for.")
+    ingest: IngestConfig = Field(default_factory=IngestConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+
+
+def resolve_pipeline_path(name_or_path: str, search_dir: Path = Path("pipelines")) -> Path:
+    """A path as given, or `pipelines/NAME.toml` for a bare name."""
+    path = Path(name_or_path)
+    if path.exists():
+        return path
+    candidate = search_dir / f"{name_or_path}.toml"
+    if path.suffix == "" and candidate.exists():
+        return candidate
+    known = sorted(p.stem for p in search_dir.glob("*.toml")) if search_dir.is_dir() else []
+    hint = f"; known pipelines: {', '.join(known)}" if known else ""
+    raise BadInput(f"{name_or_path}: no such pipeline file{hint}")
+
+
+def parse_set_option(item: str) -> tuple[str, Any]:
+    """Parse `a.b=c` from `--set`; the value is read as TOML, falling back to a string."""
+    key, sep, raw = item.partition("=")
+    if not sep or not key.strip():
+        raise BadInput(f"--set {item!r}: expected KEY=VALUE, e.g. --set ingest.chunking.chunk_size=128")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key.strip(), value
+
+
+def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge dotted keys into a nested dict (explicit values, even False or "", win)."""
+    merged: dict[str, Any] = json.loads(json.dumps(data))
+    # A new `kind` starts its table afresh (the old kind's settings may not apply to it), so
+    # kinds go first and settings given beside them survive.
+    ordered = sorted(overrides.items(), key=lambda item: not item[0].endswith(".kind"))
+    for dotted, value in ordered:
+        node = merged
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise BadInput(f"--set {dotted}: {part!r} is not a table")
+            node = child
+        if leaf == "kind" and node.get("kind", value) != value:
+            node.clear()
+        node[leaf] = value
+    return merged
+
+
+def format_validation_error(source: str, error: ValidationError) -> str:
+    """One line per problem naming the key, e.g. `p.toml: ingest.chunking.size: unknown key`."""
+    lines = []
+    for err in error.errors():
+        loc = ".".join(str(part) for part in err["loc"])
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key (check the spelling; `auditor config show` lists valid keys)"
+        elif err["type"] == "union_tag_invalid":
+            msg = f"unknown kind; valid kinds: {err['ctx']['expected_tags']}"
+        else:
+            msg = err["msg"]
+        lines.append(f"{source}: {loc or '(top level)'}: {msg}")
+    return "\n".join(lines)
+
+
+def load_pipeline(path: Path, overrides: dict[str, Any] | None = None) -> PipelineConfig:
+    """Read and validate a pipeline file; raise BadInput naming the file and key on error."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read pipeline file ({exc.strerror})") from exc
+    try:
+        data = tomllib.loads(raw)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{path}: invalid TOML: {exc}") from exc
+    data.setdefault("name", path.stem)
+    return validate_pipeline(data, str(path), overrides)
+
+
+def validate_pipeline(
+    data: dict[str, Any], source: str, overrides: dict[str, Any] | None = None
+) -> PipelineConfig:
+    """Validate a pipeline mapping (after overrides) or raise BadInput."""
+    try:
+        return PipelineConfig.model_validate(apply_overrides(data, overrides or {}))
+    except ValidationError as exc:
+        raise BadInput(format_validation_error(source, exc)) from exc
+
+
+def config_sha256(config: BaseModel) -> str:
+    """Stable hash of a resolved configuration, recorded in artifacts."""
+    canonical = json.dumps(config.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()

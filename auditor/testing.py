@@ -1,0 +1,88 @@
+"""Deterministic fakes for fast tests of our own logic (cf. structlog.testing).
+
+`FakeEmbedder` hashes words into a small vector: texts that share words are similar, so
+retrieval behaves sensibly, and no model weights are loaded. It plugs into the real
+LlamaIndex + FAISS path like the real embedder does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from auditor.ingest.embed import EmbedderIdentity
+
+__all__ = ["FakeEmbedder"]
+
+_WORD = re.compile(r"\w+")
+
+
+class FakeEmbedder:
+    """Bag-of-hashed-words embedder; `tokenize` counts words as word pieces."""
+
+    def __init__(self, dimension: int = 64, max_tokens: int = 254, name: str = "fake-words") -> None:
+        self.identity = EmbedderIdentity(
+            name=name,
+            sha256=hashlib.sha256(f"{name}:{dimension}".encode()).hexdigest(),
+            dimension=dimension,
+            max_tokens=max_tokens,
+        )
+        self.embedded_texts: list[str] = []  # every text embedded, for assertions
+
+    def tokenize(self, text: str) -> Sequence[int]:
+        return [self._bucket(word) for word in _WORD.findall(text.lower())]
+
+    def _bucket(self, word: str) -> int:
+        digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+        return int.from_bytes(digest, "little") % self.identity.dimension
+
+    def vector(self, text: str) -> np.ndarray:
+        vec = np.zeros(self.identity.dimension, dtype=np.float32)
+        for bucket in self.tokenize(text):
+            vec[bucket] += 1.0
+        norm = float(np.linalg.norm(vec))
+        if norm == 0.0:
+            vec[0] = 1.0
+            return vec
+        return vec / norm
+
+    def embed(
+        self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None
+    ) -> np.ndarray:
+        self.embedded_texts.extend(texts)
+        out = np.stack([self.vector(t) for t in texts]) if texts else np.zeros(
+            (0, self.identity.dimension), dtype=np.float32
+        )
+        if on_batch and texts:
+            on_batch(len(texts))
+        return out.astype(np.float32)
+
+    def llama_embedding(self) -> Any:
+        return _llama_adapter(self)
+
+
+def _llama_adapter(fake: FakeEmbedder) -> Any:
+    from llama_index.core.embeddings import BaseEmbedding
+    from pydantic import PrivateAttr
+
+    class _FakeLlamaEmbedding(BaseEmbedding):
+        _fake: FakeEmbedder = PrivateAttr()
+
+        def __init__(self, fake: FakeEmbedder) -> None:
+            super().__init__(model_name=fake.identity.name)
+            self._fake = fake
+
+        def _get_query_embedding(self, query: str) -> list[float]:
+            return self._fake.vector(query).tolist()
+
+        async def _aget_query_embedding(self, query: str) -> list[float]:
+            return self._get_query_embedding(query)
+
+        def _get_text_embedding(self, text: str) -> list[float]:
+            return self._fake.vector(text).tolist()
+
+    return _FakeLlamaEmbedding(fake)
