@@ -8,6 +8,7 @@ from typing import Any
 from auditor.errors import BadInput
 from auditor.ingest.embed import Embedder
 from auditor.ingest.manifest import MANIFEST_NAME, IndexManifest, read_manifest
+from auditor.llama import import_llama_core, silence_stdout
 from auditor.types import Chunk, Hit
 
 __all__ = ["Retriever"]
@@ -65,13 +66,17 @@ class Retriever:
 
 
 def _load_index(generation_dir: Path, embedder: Embedder) -> Any:
+    import_llama_core()
     from llama_index.core import StorageContext, load_index_from_storage
     from llama_index.vector_stores.faiss import FaissVectorStore
 
     try:
-        store = FaissVectorStore.from_persist_dir(str(generation_dir))
-        storage = StorageContext.from_defaults(vector_store=store, persist_dir=str(generation_dir))
-        return load_index_from_storage(storage, embed_model=embedder.llama_embedding())
+        with silence_stdout():
+            store = FaissVectorStore.from_persist_dir(str(generation_dir))
+            storage = StorageContext.from_defaults(
+                vector_store=store, persist_dir=str(generation_dir)
+            )
+            return load_index_from_storage(storage, embed_model=embedder.llama_embedding())
     except (OSError, RuntimeError, ValueError, KeyError) as exc:
         raise BadInput(
             f"{generation_dir}: corrupt index data ({type(exc).__name__}: {exc}); "

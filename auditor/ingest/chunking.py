@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from auditor.config import ChunkingConfig
 from auditor.errors import BadInput
+from auditor.llama import import_llama_core
 from auditor.types import Document
 
 __all__ = ["ChunkPiece", "chunk_document", "make_splitter"]
@@ -32,6 +33,7 @@ class ChunkPiece:
 
 def make_splitter(settings: ChunkingConfig, tokenizer: Tokenizer, max_tokens: int) -> object:
     """A SentenceSplitter whose chunks fit the embedder's window of `max_tokens` word pieces."""
+    import_llama_core()
     from llama_index.core.node_parser import SentenceSplitter
 
     if settings.chunk_size > max_tokens:

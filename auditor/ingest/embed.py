@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from auditor.config import EmbedderConfig
 from auditor.errors import BackendUnavailable, BadInput
+from auditor.llama import import_llama_core
 
 if TYPE_CHECKING:
     import numpy as np
@@ -113,6 +114,9 @@ class SentenceTransformerEmbedder:
         # Never reach for a hub, even for a model that looks like a hub id.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        import_llama_core()
         try:
             from llama_index.embeddings.huggingface import HuggingFaceEmbedding
         except ImportError as exc:
@@ -125,7 +129,10 @@ class SentenceTransformerEmbedder:
         )
         model = self._llama._model
         self._tokenizer = model.tokenizer
-        dimension = model.get_sentence_embedding_dimension()
+        get_dimension = getattr(model, "get_embedding_dimension", None) or (
+            model.get_sentence_embedding_dimension
+        )
+        dimension = get_dimension()
         self.batch_size = config.batch_size
         self.identity = EmbedderIdentity(
             name=name,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from auditor.config import FlatIndexConfig, HNSWIndexConfig, IndexConfig, IVFIndexConfig
 from auditor.errors import BackendUnavailable
 from auditor.ingest.chunking import ChunkPiece
+from auditor.llama import import_llama_core
 
 if TYPE_CHECKING:
     import numpy as np
@@ -91,6 +92,7 @@ def write_generation(
     llama_embedding: Any,
 ) -> dict[str, Any]:
     """Persist a complete FAISS vector store + docstore into `target` (a new folder)."""
+    import_llama_core()
     from llama_index.core import StorageContext, VectorStoreIndex
     from llama_index.core.schema import TextNode
     from llama_index.vector_stores.faiss import FaissVectorStore
