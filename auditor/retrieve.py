@@ -34,11 +34,11 @@ class Retriever:
     def open(cls, index_dir: Path, *, device: str = "cpu", batch_size: int = 64) -> Retriever:
         """Open an index with the embedder its manifest names."""
         from auditor.config import EmbedderConfig
-        from auditor.ingest.embed import load_embedder
+        from auditor.ingest import embed
 
         manifest = read_manifest(index_dir)
-        embedder = load_embedder(
-            EmbedderConfig(model=manifest.embedder.name, device=device, batch_size=batch_size)
+        embedder = embed.load_embedder(
+            EmbedderConfig(model=manifest.embedder.source, device=device, batch_size=batch_size)
         )
         return cls(index_dir, embedder)
 

@@ -27,6 +27,7 @@ class FakeEmbedder:
     def __init__(self, dimension: int = 64, max_tokens: int = 254, name: str = "fake-words") -> None:
         self.identity = EmbedderIdentity(
             name=name,
+            source=name,
             sha256=hashlib.sha256(f"{name}:{dimension}".encode()).hexdigest(),
             dimension=dimension,
             max_tokens=max_tokens,

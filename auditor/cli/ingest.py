@@ -61,7 +61,7 @@ def ingest(
     changed and deleted ones leave the index. Bad documents are reported and skipped
     (or stop the run with --strict); the index changes only when the ingest succeeds.
     """
-    from auditor.ingest import ingest_corpus, load_embedder
+    from auditor.ingest import embed, ingest_corpus
 
     config = resolve_config(
         pipeline,
@@ -74,7 +74,7 @@ def ingest(
             "ingest.index.kind": index_type,
         },
     ).ingest
-    model = load_embedder(config.embedder)
+    model = embed.load_embedder(config.embedder)
     with _ProgressBar(enabled=not quiet) as progress:
         report = ingest_corpus(
             corpus_dir, index_dir, config, model, strict=strict, rebuild=rebuild, progress=progress

@@ -42,6 +42,7 @@ class EmbedderIdentity:
     """What an index records about the model that embedded it."""
 
     name: str
+    source: str  # what loads it again: a packaged name or an absolute model directory
     sha256: str  # of the weights file(s), concatenated in name order
     dimension: int
     max_tokens: int  # word pieces per input, special tokens excluded
@@ -111,6 +112,7 @@ class SentenceTransformerEmbedder:
 
     def __init__(self, config: EmbedderConfig) -> None:
         name, model_dir = resolve_embedder_path(config.model)
+        source = name if name in PACKAGED_EMBEDDERS else str(model_dir)
         # Never reach for a hub, even for a model that looks like a hub id.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -136,6 +138,7 @@ class SentenceTransformerEmbedder:
         self.batch_size = config.batch_size
         self.identity = EmbedderIdentity(
             name=name,
+            source=source,
             sha256=_weights_sha256(model_dir),
             dimension=int(dimension),
             # the window includes [CLS] and [SEP]

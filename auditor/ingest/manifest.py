@@ -41,6 +41,7 @@ class EmbedderEntry(_Entry):
     """Identity of the embedder: an index refuses queries embedded by another model."""
 
     name: str
+    source: str
     sha256: str
     dimension: int
     max_tokens: int

@@ -1,0 +1,92 @@
+"""Shared fixtures: an isolated AUDITOR_HOME, small corpora, the fake and the real embedder."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from auditor.testing import FakeEmbedder
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+RAGTRUTH = SHARED / "datasets" / "ragtruth-qa"
+KESTREL = REPO / "corpora" / "kestrel"
+
+WriteCorpus = Callable[[dict[str, str | bytes]], Path]
+
+
+@pytest.fixture(autouse=True)
+def _auditor_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets its own AUDITOR_HOME and no OpenAI key (nothing may default to OpenAI)."""
+    monkeypatch.setenv("AUDITOR_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+@pytest.fixture
+def write_corpus(tmp_path: Path) -> WriteCorpus:
+    """Write {relative path: text or bytes} into a fresh corpus folder and return it."""
+    counter = iter(range(1000))
+
+    def write(files: dict[str, str | bytes]) -> Path:
+        root = tmp_path / f"corpus{next(counter)}"
+        root.mkdir()
+        for rel, content in files.items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content, encoding="utf-8")
+        return root
+
+    return write
+
+
+@pytest.fixture
+def fake_embedder() -> FakeEmbedder:
+    return FakeEmbedder()
+
+
+@pytest.fixture
+def use_fake_embedder(monkeypatch: pytest.MonkeyPatch) -> FakeEmbedder:
+    """Make the CLI load the fake embedder instead of a model (fast CLI tests)."""
+    fake = FakeEmbedder()
+    monkeypatch.setattr("auditor.ingest.embed.load_embedder", lambda config: fake)
+    return fake
+
+
+@pytest.fixture(scope="session")
+def real_embedder():  # type: ignore[no-untyped-def]
+    """The packaged MiniLM, loaded once per session."""
+    from auditor.config import EmbedderConfig
+    from auditor.ingest.embed import load_embedder
+
+    return load_embedder(EmbedderConfig())
+
+
+@pytest.fixture(scope="session")
+def ragtruth() -> Path:
+    """The shared RAGTruth QA slice; its absence is a broken checkout, not a reason to skip."""
+    assert (RAGTRUTH / "dev.jsonl").is_file(), f"missing {RAGTRUTH}: the shared datasets are required"
+    return RAGTRUTH
+
+
+def make_pdf(pages: list[str]) -> bytes:
+    """A small PDF with one text page per string (reportlab, a dev dependency)."""
+    import io
+
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen import canvas
+
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4, invariant=1)
+    for text in pages:
+        y = 800
+        for line in text.splitlines():
+            pdf.drawString(72, y, line)
+            y -= 14
+        pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()

@@ -1,0 +1,119 @@
+"""Pipeline configuration: strict keys, kinds, precedence, and every shipped pipeline file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from auditor.config import (
+    IngestConfig,
+    PipelineConfig,
+    apply_overrides,
+    config_sha256,
+    load_pipeline,
+    parse_set_option,
+    resolve_pipeline_path,
+)
+from auditor.errors import BadInput
+from tests.conftest import REPO
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "p.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_unknown_key_is_named(tmp_path: Path) -> None:
+    """A typo in a nested key is an error naming the file and the dotted key."""
+    path = _write(tmp_path, "[ingest.chunking]\nchunk_sise = 100\n")
+    with pytest.raises(BadInput, match=r"p.toml: ingest.chunking.chunk_sise: unknown key"):
+        load_pipeline(path)
+
+
+def test_unknown_index_kind_lists_valid_kinds(tmp_path: Path) -> None:
+    """A bad `kind` names the valid ones."""
+    path = _write(tmp_path, '[ingest.index]\nkind = "annoy"\n')
+    with pytest.raises(BadInput, match=r"ingest.index: unknown kind; valid kinds: 'flat', 'hnsw', 'ivf'"):
+        load_pipeline(path)
+
+
+def test_kind_specific_keys_are_checked(tmp_path: Path) -> None:
+    """An HNSW setting under a flat index is rejected rather than ignored."""
+    path = _write(tmp_path, '[ingest.index]\nkind = "flat"\nm = 16\n')
+    with pytest.raises(BadInput, match=r"ingest.index.flat.m: unknown key"):
+        load_pipeline(path)
+
+
+def test_invalid_toml_names_file(tmp_path: Path) -> None:
+    """Broken TOML is reported with the file and position."""
+    with pytest.raises(BadInput, match=r"p.toml: invalid TOML: .*line 1"):
+        load_pipeline(_write(tmp_path, "name = \n"))
+
+
+def test_overrides_beat_the_file_and_switching_kind_resets_its_table(tmp_path: Path) -> None:
+    """--set wins over the file, explicit False/0 count, and a new kind drops the old kind's keys."""
+    path = _write(tmp_path, 'name = "x"\n[ingest.index]\nkind = "hnsw"\nm = 16\n[retrieval]\ntop_k = 3\n')
+    config = load_pipeline(
+        path, dict([parse_set_option("retrieval.top_k=7"), parse_set_option("ingest.index.kind=flat")])
+    )
+    assert config.retrieval.top_k == 7
+    assert config.ingest.index.kind == "flat"
+    merged = apply_overrides({"a": {"b": True}}, {"a.b": False, "a.c": ""})
+    assert merged == {"a": {"b": False, "c": ""}}
+    config = load_pipeline(path, {"ingest.index.m": 48, "ingest.index.kind": "hnsw"})
+    assert config.ingest.index.kind == "hnsw" and config.ingest.index.m == 48
+
+
+def test_set_option_parses_toml_values() -> None:
+    """--set values are TOML when they parse, strings otherwise."""
+    assert parse_set_option("a.b=128") == ("a.b", 128)
+    assert parse_set_option("a.b=true") == ("a.b", True)
+    assert parse_set_option("a.b=cpu") == ("a.b", "cpu")
+    with pytest.raises(BadInput, match="expected KEY=VALUE"):
+        parse_set_option("novalue")
+
+
+def test_pipeline_name_resolution(tmp_path: Path) -> None:
+    """A bare name resolves in pipelines/; an unknown one lists the known ones."""
+    (tmp_path / "alpha.toml").write_text("")
+    assert resolve_pipeline_path("alpha", tmp_path) == tmp_path / "alpha.toml"
+    with pytest.raises(BadInput, match="no such pipeline file; known pipelines: alpha"):
+        resolve_pipeline_path("beta", tmp_path)
+
+
+def test_config_hash_changes_with_content() -> None:
+    """The recorded config hash is stable and sensitive to any setting."""
+    a = PipelineConfig(name="a")
+    assert config_sha256(a) == config_sha256(PipelineConfig(name="a"))
+    assert config_sha256(a) != config_sha256(PipelineConfig.model_validate({"name": "a", "retrieval": {"top_k": 5}}))
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "pipelines").glob("*.toml")), ids=lambda p: p.name)
+def test_shipped_pipelines_load(path: Path) -> None:
+    """Every pipeline file in pipelines/ validates."""
+    config = load_pipeline(path)
+    assert config.name and isinstance(config.ingest, IngestConfig)
+
+
+def _models(model: type[BaseModel]) -> list[type[BaseModel]]:
+    found = [model]
+    for field in model.model_fields.values():
+        for arg in (field.annotation, *getattr(field.annotation, "__args__", ())):
+            for inner in (arg, *getattr(arg, "__args__", ())):
+                if isinstance(inner, type) and issubclass(inner, BaseModel) and inner not in found:
+                    found += _models(inner)
+    return found
+
+
+def test_every_config_field_is_documented() -> None:
+    """Each config field has a description (it is the documentation `config show` points to)."""
+    missing = [
+        f"{model.__name__}.{name}"
+        for model in _models(PipelineConfig)
+        for name, field in model.model_fields.items()
+        if not field.description and name not in {"embedder", "chunking", "ingest", "retrieval"}
+    ]
+    assert missing == []
