@@ -51,9 +51,7 @@ class EmbedderConfig(_Model):
         "sentence-transformers model directory.",
     )
     batch_size: int = Field(64, ge=1, le=4096, description="Chunks per encode call.")
-    device: str = Field(
-        "cpu", description="torch device for the embedder: cpu, cuda, cuda:1, ..."
-    )
+    device: str = Field("cpu", description="torch device for the embedder: cpu, cuda, cuda:1, ...")
 
 
 class ChunkingConfig(_Model):
@@ -146,7 +144,9 @@ def parse_set_option(item: str) -> tuple[str, Any]:
     """Parse `a.b=c` from `--set`; the value is read as TOML, falling back to a string."""
     key, sep, raw = item.partition("=")
     if not sep or not key.strip():
-        raise BadInput(f"--set {item!r}: expected KEY=VALUE, e.g. --set ingest.chunking.chunk_size=128")
+        raise BadInput(
+            f"--set {item!r}: expected KEY=VALUE, e.g. --set ingest.chunking.chunk_size=128"
+        )
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:

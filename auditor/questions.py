@@ -39,20 +39,28 @@ def load_questions(path: Path) -> list[Question]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise BadInput(f"{where}: not valid JSON ({exc.msg}); one JSON object per line") from exc
+            raise BadInput(
+                f"{where}: not valid JSON ({exc.msg}); one JSON object per line"
+            ) from exc
         if not isinstance(row, dict):
             raise BadInput(f"{where}: expected a JSON object with id and question")
-        qid, text, reference = row.pop("id", None), row.pop("question", None), row.pop("reference", None)
+        qid, text, reference = (
+            row.pop("id", None),
+            row.pop("question", None),
+            row.pop("reference", None),
+        )
         if isinstance(qid, int) and not isinstance(qid, bool):
             qid = str(qid)
         if not isinstance(qid, str) or not qid.strip():
-            raise BadInput(f"{where}: missing or empty \"id\" (a string unique in the file)")
+            raise BadInput(f'{where}: missing or empty "id" (a string unique in the file)')
         if not isinstance(text, str) or not text.strip():
-            raise BadInput(f"{where}: missing or empty \"question\" (a string)")
+            raise BadInput(f'{where}: missing or empty "question" (a string)')
         if reference is not None and not isinstance(reference, str):
-            raise BadInput(f"{where}: \"reference\" must be a string when present")
+            raise BadInput(f'{where}: "reference" must be a string when present')
         if qid in seen:
-            raise BadInput(f"{where}: duplicate id {qid!r} (first on line {seen[qid]}); ids must be unique")
+            raise BadInput(
+                f"{where}: duplicate id {qid!r} (first on line {seen[qid]}); ids must be unique"
+            )
         seen[qid] = number
         questions.append(Question(id=qid, question=text.strip(), reference=reference, metadata=row))
     if not questions:

@@ -11,7 +11,7 @@ from auditor.ingest.manifest import MANIFEST_NAME, IndexManifest, read_manifest
 from auditor.llama import import_llama_core, silence_stdout
 from auditor.types import Chunk, Hit
 
-__all__ = ["Retriever"]
+__all__ = ["Retriever", "retrieval_recall"]
 
 
 class Retriever:
@@ -82,3 +82,24 @@ def _load_index(generation_dir: Path, embedder: Embedder) -> Any:
             f"{generation_dir}: corrupt index data ({type(exc).__name__}: {exc}); "
             "re-ingest with --rebuild"
         ) from exc
+
+
+def retrieval_recall(
+    retriever: Retriever, cases: list[tuple[str, set[str]]], ks: tuple[int, ...] = (1, 3, 5)
+) -> dict[str, float]:
+    """Mean document recall@k and hit@k over (query, gold documents) cases.
+
+    recall@k: share of a query's gold documents among the documents of its top-k chunks;
+    hit@k: share of queries with at least one gold document in the top k.
+    """
+    if not cases:
+        raise ValueError("no cases to score")
+    top = max(ks)
+    sums = dict.fromkeys([f"recall@{k}" for k in ks] + [f"hit@{k}" for k in ks], 0.0)
+    for query, gold in cases:
+        documents = [hit.chunk.document for hit in retriever.search(query, k=top)]
+        for k in ks:
+            found = gold & set(documents[:k])
+            sums[f"recall@{k}"] += len(found) / len(gold)
+            sums[f"hit@{k}"] += 1.0 if found else 0.0
+    return {name: total / len(cases) for name, total in sums.items()}

@@ -24,7 +24,9 @@ _WORD = re.compile(r"\w+")
 class FakeEmbedder:
     """Bag-of-hashed-words embedder; `tokenize` counts words as word pieces."""
 
-    def __init__(self, dimension: int = 64, max_tokens: int = 254, name: str = "fake-words") -> None:
+    def __init__(
+        self, dimension: int = 64, max_tokens: int = 254, name: str = "fake-words"
+    ) -> None:
         self.identity = EmbedderIdentity(
             name=name,
             source=name,
@@ -55,8 +57,10 @@ class FakeEmbedder:
         self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None
     ) -> np.ndarray:
         self.embedded_texts.extend(texts)
-        out = np.stack([self.vector(t) for t in texts]) if texts else np.zeros(
-            (0, self.identity.dimension), dtype=np.float32
+        out = (
+            np.stack([self.vector(t) for t in texts])
+            if texts
+            else np.zeros((0, self.identity.dimension), dtype=np.float32)
         )
         if on_batch and texts:
             on_batch(len(texts))
@@ -78,12 +82,12 @@ def _llama_adapter(fake: FakeEmbedder) -> Any:
             self._fake = fake
 
         def _get_query_embedding(self, query: str) -> list[float]:
-            return self._fake.vector(query).tolist()
+            return [float(x) for x in self._fake.vector(query)]
 
         async def _aget_query_embedding(self, query: str) -> list[float]:
             return self._get_query_embedding(query)
 
         def _get_text_embedding(self, text: str) -> list[float]:
-            return self._fake.vector(text).tolist()
+            return [float(x) for x in self._fake.vector(text)]
 
     return _FakeLlamaEmbedding(fake)

@@ -69,7 +69,9 @@ def real_embedder():  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def ragtruth() -> Path:
     """The shared RAGTruth QA slice; its absence is a broken checkout, not a reason to skip."""
-    assert (RAGTRUTH / "dev.jsonl").is_file(), f"missing {RAGTRUTH}: the shared datasets are required"
+    assert (RAGTRUTH / "dev.jsonl").is_file(), (
+        f"missing {RAGTRUTH}: the shared datasets are required"
+    )
     return RAGTRUTH
 
 

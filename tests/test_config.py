@@ -36,7 +36,9 @@ def test_unknown_key_is_named(tmp_path: Path) -> None:
 def test_unknown_index_kind_lists_valid_kinds(tmp_path: Path) -> None:
     """A bad `kind` names the valid ones."""
     path = _write(tmp_path, '[ingest.index]\nkind = "annoy"\n')
-    with pytest.raises(BadInput, match=r"ingest.index: unknown kind; valid kinds: 'flat', 'hnsw', 'ivf'"):
+    with pytest.raises(
+        BadInput, match=r"ingest.index: unknown kind; valid kinds: 'flat', 'hnsw', 'ivf'"
+    ):
         load_pipeline(path)
 
 
@@ -55,9 +57,12 @@ def test_invalid_toml_names_file(tmp_path: Path) -> None:
 
 def test_overrides_beat_the_file_and_switching_kind_resets_its_table(tmp_path: Path) -> None:
     """--set wins over the file, explicit False/0 count, and a new kind drops the old kind's keys."""
-    path = _write(tmp_path, 'name = "x"\n[ingest.index]\nkind = "hnsw"\nm = 16\n[retrieval]\ntop_k = 3\n')
+    path = _write(
+        tmp_path, 'name = "x"\n[ingest.index]\nkind = "hnsw"\nm = 16\n[retrieval]\ntop_k = 3\n'
+    )
     config = load_pipeline(
-        path, dict([parse_set_option("retrieval.top_k=7"), parse_set_option("ingest.index.kind=flat")])
+        path,
+        dict([parse_set_option("retrieval.top_k=7"), parse_set_option("ingest.index.kind=flat")]),
     )
     assert config.retrieval.top_k == 7
     assert config.ingest.index.kind == "flat"
@@ -88,7 +93,9 @@ def test_config_hash_changes_with_content() -> None:
     """The recorded config hash is stable and sensitive to any setting."""
     a = PipelineConfig(name="a")
     assert config_sha256(a) == config_sha256(PipelineConfig(name="a"))
-    assert config_sha256(a) != config_sha256(PipelineConfig.model_validate({"name": "a", "retrieval": {"top_k": 5}}))
+    assert config_sha256(a) != config_sha256(
+        PipelineConfig.model_validate({"name": "a", "retrieval": {"top_k": 5}})
+    )
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "pipelines").glob("*.toml")), ids=lambda p: p.name)

@@ -31,10 +31,21 @@ def test_bundled_question_set() -> None:
         ('{"question": "q"}\n', r":1: missing or empty \"id\""),
         ('{"id": "a", "question": "  "}\n', r":1: missing or empty \"question\""),
         ('{"id": "a", "question": "q", "reference": 3}\n', r":1: \"reference\" must be a string"),
-        ('{"id": "a", "question": "q"}\n\n{"id": "a", "question": "r"}\n', r":3: duplicate id 'a' \(first on line 1\)"),
+        (
+            '{"id": "a", "question": "q"}\n\n{"id": "a", "question": "r"}\n',
+            r":3: duplicate id 'a' \(first on line 1\)",
+        ),
         ("\n\n", r"no questions"),
     ],
-    ids=["bad-json", "not-object", "no-id", "blank-question", "bad-reference", "duplicate", "empty"],
+    ids=[
+        "bad-json",
+        "not-object",
+        "no-id",
+        "blank-question",
+        "bad-reference",
+        "duplicate",
+        "empty",
+    ],
 )
 def test_bad_question_lines(tmp_path: Path, content: str, message: str) -> None:
     """Each malformed line is named by file and line number with what to fix."""

@@ -13,6 +13,12 @@ from auditor.errors import AuditorError
 __all__ = ["cli", "main"]
 
 
+class _UsageFailure(click.ClickException):
+    """Bad input: shown like any error, but with the usage exit code."""
+
+    exit_code = 2
+
+
 class AuditorGroup(click.Group):
     """Turns AuditorError into a one-line `Error: ...` with the error's exit code."""
 
@@ -20,9 +26,8 @@ class AuditorGroup(click.Group):
         try:
             return super().invoke(ctx)
         except AuditorError as exc:
-            error = click.ClickException(str(exc))
-            error.exit_code = exc.exit_code
-            raise error from exc
+            failure = _UsageFailure if exc.exit_code == 2 else click.ClickException
+            raise failure(str(exc)) from exc
 
 
 @click.group(cls=AuditorGroup, context_settings={"help_option_names": ["-h", "--help"]})

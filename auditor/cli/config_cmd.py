@@ -18,7 +18,9 @@ def config() -> None:
 
 @config.command("show")
 @click.argument("pipeline")
-@click.option("--set", "set_items", multiple=True, metavar="KEY=VALUE", help="Override a key, dotted.")
+@click.option(
+    "--set", "set_items", multiple=True, metavar="KEY=VALUE", help="Override a key, dotted."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of TOML.")
 def show(pipeline: str, set_items: tuple[str, ...], as_json: bool) -> None:
     """Print PIPELINE (a file, or a name in pipelines/) with every default filled in."""

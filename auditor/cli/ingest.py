@@ -10,6 +10,8 @@ from typing import Any
 import click
 
 from auditor.cli.options import pipeline_options, resolve_config
+from auditor.ingest.build import IngestProgress
+from auditor.ingest.loaders import DocumentError
 
 __all__ = ["ingest"]
 
@@ -36,7 +38,9 @@ __all__ = ["ingest"]
     help="flat: exact inner product (default); hnsw or ivf: approximate, for large corpora.",
 )
 @click.option("--device", help="torch device for the embedder (cpu, cuda, ...).")
-@click.option("--strict", is_flag=True, help="Fail on the first bad document instead of skipping it.")
+@click.option(
+    "--strict", is_flag=True, help="Fail on the first bad document instead of skipping it."
+)
 @click.option("--rebuild", is_flag=True, help="Ignore the existing index and cache; build anew.")
 @click.option("--json", "as_json", is_flag=True, help="Print the ingest report as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
@@ -85,7 +89,7 @@ def ingest(
         _print_report(report)
 
 
-class _ProgressBar:
+class _ProgressBar(IngestProgress):
     """A rich progress bar on stderr for the embedding phase; warnings for skipped files."""
 
     def __init__(self, enabled: bool) -> None:
@@ -127,7 +131,7 @@ class _ProgressBar:
         if self._progress is not None:
             self._progress.advance(self._task, count)
 
-    def rejected(self, error: Exception) -> None:
+    def rejected(self, error: DocumentError) -> None:
         click.echo(f"warning: skipped {error}", err=True)
 
 
@@ -141,7 +145,10 @@ def _report_json(report: Any) -> dict[str, Any]:
         "changed": report.changed,
         "unchanged": report.unchanged,
         "deleted": report.deleted,
-        "rejected": [{"path": e.path, "line": e.line, "problem": e.problem, "fix": e.fix} for e in report.rejected],
+        "rejected": [
+            {"path": e.path, "line": e.line, "problem": e.problem, "fix": e.fix}
+            for e in report.rejected
+        ],
         "unsupported": report.unsupported,
         "chunks_embedded": report.chunks_embedded,
         "chunks_reused": report.chunks_reused,
@@ -158,9 +165,9 @@ def _report_json(report: Any) -> dict[str, Any]:
 
 def _print_report(report: Any) -> None:
     manifest = report.manifest
-    status = {p: "added" for p in report.added}
-    status |= {p: "changed" for p in report.changed}
-    status |= {p: "unchanged" for p in report.unchanged}
+    status = dict.fromkeys(report.added, "added")
+    status |= dict.fromkeys(report.changed, "changed")
+    status |= dict.fromkeys(report.unchanged, "unchanged")
     width = max(len(d.path) for d in manifest.documents)
     click.echo(f"{'document':<{width}}  format  chunks  status")
     for doc in manifest.documents:
@@ -186,7 +193,9 @@ def _print_report(report: Any) -> None:
         f"{report.seconds:.1f} s."
     )
     if report.rejected:
-        click.echo(f"{len(report.rejected)} documents skipped (see warnings above; --strict fails on them).")
+        click.echo(
+            f"{len(report.rejected)} documents skipped (see warnings above; --strict fails on them)."
+        )
     if report.unsupported:
         click.echo(
             f"{len(report.unsupported)} files of unsupported types ignored "

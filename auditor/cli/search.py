@@ -16,8 +16,17 @@ __all__ = ["search"]
     "--index", "index_dir", required=True, type=click.Path(path_type=Path), help="Index dir."
 )
 @click.argument("query", nargs=-1, required=True)
-@click.option("-k", "top_k", default=5, show_default=True, type=click.IntRange(1, 1000), help="Chunks to return.")
-@click.option("--device", default="cpu", show_default=True, help="torch device for the query embedder.")
+@click.option(
+    "-k",
+    "top_k",
+    default=5,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="Chunks to return.",
+)
+@click.option(
+    "--device", default="cpu", show_default=True, help="torch device for the query embedder."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list on stdout.")
 def search(index_dir: Path, query: tuple[str, ...], top_k: int, device: str, as_json: bool) -> None:
     """Print the chunks of INDEX_DIR most similar to QUERY, best first."""
@@ -42,6 +51,8 @@ def search(index_dir: Path, query: tuple[str, ...], top_k: int, device: str, as_
         return
     for hit in hits:
         page = f", page {hit.chunk.page}" if hit.chunk.page is not None else ""
-        click.echo(f"[{hit.rank}] {hit.score:.3f}  {hit.chunk.document}{page}  ({hit.chunk.chunk_id})")
+        click.echo(
+            f"[{hit.rank}] {hit.score:.3f}  {hit.chunk.document}{page}  ({hit.chunk.chunk_id})"
+        )
         click.echo(textwrap.indent(textwrap.fill(hit.chunk.text, width=96), "    "))
         click.echo()

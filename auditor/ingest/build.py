@@ -7,7 +7,7 @@ import hashlib
 import json
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,7 +102,9 @@ def _locked(index_dir: Path) -> Iterator[None]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
-            raise BadInput(f"{index_dir}: another ingest is writing this index; wait for it") from exc
+            raise BadInput(
+                f"{index_dir}: another ingest is writing this index; wait for it"
+            ) from exc
         yield
 
 
@@ -114,7 +116,8 @@ def _previous_manifest(index_dir: Path, embedder: Embedder, rebuild: bool) -> In
         raise BadInput(f"{index_dir}: exists and is not a folder; choose another --index path")
     if not (index_dir / MANIFEST_NAME).exists():
         foreign = [
-            p.name for p in index_dir.iterdir()
+            p.name
+            for p in index_dir.iterdir()
             if p.name not in {"cache", ".lock"} and not p.name.startswith(GENERATION_PREFIX)
         ]
         if foreign:
@@ -204,8 +207,16 @@ def ingest_corpus(
     index_dir.mkdir(parents=True, exist_ok=True)
     with _locked(index_dir):
         report = _ingest_locked(
-            corpus_dir, index_dir, config, embedder, documents, rejected, previous,
-            splitter, progress, use_cache=not rebuild,
+            corpus_dir,
+            index_dir,
+            config,
+            embedder,
+            documents,
+            rejected,
+            previous,
+            splitter,
+            progress,
+            use_cache=not rebuild,
         )
     report.rejected = rejected
     report.unsupported = [p.relative_to(corpus_dir).as_posix() for p in unsupported]
@@ -302,7 +313,12 @@ def _ingest_locked(
     staging = index_dir / f"{generation}.tmp"
     try:
         index_params = write_generation(
-            staging, ids, all_pieces, metadata, all_vectors, config.index,
+            staging,
+            ids,
+            all_pieces,
+            metadata,
+            all_vectors,
+            config.index,
             embedder.llama_embedding(),
         )
         staging.rename(index_dir / generation)
@@ -362,4 +378,3 @@ def _checkpoint_groups(
             group, size = [], 0
     if group:
         yield group
-

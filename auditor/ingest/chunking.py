@@ -59,12 +59,14 @@ def chunk_document(document: Document, splitter: object) -> list[ChunkPiece]:
     """Chunks of every page of a document, in reading order, with character offsets."""
     from llama_index.core import Document as LlamaDocument
     from llama_index.core.node_parser import SentenceSplitter
+    from llama_index.core.schema import TextNode
 
     assert isinstance(splitter, SentenceSplitter)
     pieces: list[ChunkPiece] = []
     for page in document.pages:
         nodes = splitter.get_nodes_from_documents([LlamaDocument(text=page.text)])
         for node in nodes:
+            assert isinstance(node, TextNode)
             text = node.get_content()
             if not text.strip():
                 continue

@@ -93,9 +93,7 @@ def resolve_embedder_path(model: str) -> tuple[str, Path]:
 
 def _weights_sha256(model_dir: Path) -> str:
     files = sorted(
-        p
-        for pattern in ("*.safetensors", "pytorch_model*.bin")
-        for p in model_dir.rglob(pattern)
+        p for pattern in ("*.safetensors", "pytorch_model*.bin") for p in model_dir.rglob(pattern)
     )
     if not files:
         raise BadInput(f"{model_dir}: no model weights (*.safetensors or pytorch_model.bin)")
@@ -123,13 +121,13 @@ class SentenceTransformerEmbedder:
             from llama_index.embeddings.huggingface import HuggingFaceEmbedding
         except ImportError as exc:
             raise BackendUnavailable("llama-index-embeddings-huggingface", "cpu") from exc
-        self._llama = HuggingFaceEmbedding(
+        self._llama: Any = HuggingFaceEmbedding(
             model_name=str(model_dir),
             device=config.device,
             embed_batch_size=config.batch_size,
             normalize=True,
         )
-        model = self._llama._model
+        model: Any = self._llama._model
         self._tokenizer = model.tokenizer
         get_dimension = getattr(model, "get_embedding_dimension", None) or (
             model.get_sentence_embedding_dimension

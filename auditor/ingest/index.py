@@ -58,7 +58,11 @@ def build_faiss_index(vectors: np.ndarray, config: IndexConfig) -> tuple[Any, di
         index = faiss.IndexHNSWFlat(dim, config.m, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = config.ef_construction
         index.hnsw.efSearch = config.ef_search
-        params |= {"m": config.m, "ef_construction": config.ef_construction, "ef_search": config.ef_search}
+        params |= {
+            "m": config.m,
+            "ef_construction": config.ef_construction,
+            "ef_search": config.ef_search,
+        }
     elif isinstance(config, IVFIndexConfig):
         count = int(vectors.shape[0])
         nlist = config.nlist or max(1, int(4 * math.sqrt(count)))

@@ -81,7 +81,9 @@ def read_document(path: Path, corpus_dir: Path, max_bytes: int) -> Document:
             title = _first_heading(text) if fmt == "md" else None
         text = _normalise_whitespace(text)
         if not text:
-            raise DocumentError(rel, "no text left after removing markup", "add content or remove it")
+            raise DocumentError(
+                rel, "no text left after removing markup", "add content or remove it"
+            )
         pages = (Page(number=None, text=text),)
     return Document(
         path=rel,

@@ -117,9 +117,13 @@ def read_manifest(index_dir: Path) -> IndexManifest:
     """Load and validate an index manifest; BadInput naming the file and the fix otherwise."""
     path = index_dir / MANIFEST_NAME
     if not index_dir.is_dir():
-        raise BadInput(f"{index_dir}: no such index dir; create it with `auditor ingest CORPUS_DIR --index {index_dir}`")
+        raise BadInput(
+            f"{index_dir}: no such index dir; create it with `auditor ingest CORPUS_DIR --index {index_dir}`"
+        )
     if not path.is_file():
-        raise BadInput(f"{path}: missing, so {index_dir} is not an index; run `auditor ingest CORPUS_DIR --index {index_dir}`")
+        raise BadInput(
+            f"{path}: missing, so {index_dir} is not an index; run `auditor ingest CORPUS_DIR --index {index_dir}`"
+        )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

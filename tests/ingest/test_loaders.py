@@ -52,7 +52,16 @@ def test_reads_each_format_with_title_and_text(write_corpus: WriteCorpus) -> Non
         ("fake.pdf", b"this is not a pdf", "not a PDF", None),
         ("broken.pdf", b"%PDF-1.4\n garbage garbage", "unreadable PDF", None),
     ],
-    ids=["empty", "whitespace", "binary", "non-utf8", "non-utf8-line3", "markup-only", "not-pdf", "corrupt-pdf"],
+    ids=[
+        "empty",
+        "whitespace",
+        "binary",
+        "non-utf8",
+        "non-utf8-line3",
+        "markup-only",
+        "not-pdf",
+        "corrupt-pdf",
+    ],
 )
 def test_bad_files_name_file_line_and_fix(
     write_corpus: WriteCorpus, name: str, content: bytes, problem: str, line: int | None
@@ -71,7 +80,7 @@ def test_bad_files_name_file_line_and_fix(
 def test_scanned_pdf_without_text_is_rejected(write_corpus: WriteCorpus) -> None:
     """A PDF with no text layer asks for OCR."""
     root = write_corpus({"scan.pdf": make_pdf([""])})
-    with pytest.raises(DocumentError, match="no extractable text.*OCR"):
+    with pytest.raises(DocumentError, match=r"no extractable text.*OCR"):
         _read(root, "scan.pdf")
 
 
@@ -90,7 +99,9 @@ def test_unreadable_file(write_corpus: WriteCorpus, monkeypatch: pytest.MonkeyPa
         raise PermissionError(13, "Permission denied", str(self))
 
     monkeypatch.setattr(Path, "read_bytes", deny)
-    with pytest.raises(DocumentError, match=r"secret.txt: unreadable \(Permission denied\); fix its permissions"):
+    with pytest.raises(
+        DocumentError, match=r"secret.txt: unreadable \(Permission denied\); fix its permissions"
+    ):
         _read(root, "secret.txt")
 
 
