@@ -10,7 +10,7 @@ __all__ = ["TRACKED_PACKAGES", "package_versions"]
 TRACKED_PACKAGES = (
     "auditor",
     "faiss-cpu",
-    "faiss-gpu-cu12",
+    "faiss-gpu",
     "llama-index-core",
     "llama-index-vector-stores-faiss",
     "llama-index-embeddings-huggingface",

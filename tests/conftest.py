@@ -92,3 +92,17 @@ def make_pdf(pages: list[str]) -> bytes:
         pdf.showPage()
     pdf.save()
     return buffer.getvalue()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-gpu", action="store_true", help="Run tests that need CUDA.")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`gpu` tests are reported as skipped (with the reason) unless --run-gpu is given."""
+    if config.getoption("--run-gpu"):
+        return
+    skip = pytest.mark.skip(reason="needs CUDA: pass --run-gpu on a GPU machine")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
