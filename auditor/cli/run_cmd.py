@@ -1,0 +1,157 @@
+"""`auditor run`: retrieval-augmented generation with per-request throughput and latency."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import click
+
+from auditor.cli.options import pipeline_options, resolve_config
+from auditor.run import RunCallbacks, RunSummary
+
+__all__ = ["run"]
+
+
+@click.command()
+@pipeline_options
+@click.option(
+    "--questions",
+    "questions_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Question set (JSONL: id, question, optional reference).",
+)
+@click.option(
+    "--index",
+    "index_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Index dir from `auditor ingest`.",
+)
+@click.option(
+    "--out",
+    "run_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Run dir to write (or resume).",
+)
+@click.option("--limit", type=click.IntRange(1), help="Only the first N questions.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+def run(
+    pipeline: str | None,
+    set_items: tuple[str, ...],
+    questions_path: Path,
+    index_dir: Path,
+    run_dir: Path,
+    limit: int | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Answer every question through the pipeline and record timings per request.
+
+    Writes RUN_DIR/manifest.json and RUN_DIR/records.jsonl. Re-running the same command
+    resumes an interrupted run without duplicating or losing a record.
+    """
+    from auditor.run import run_pipeline
+
+    if pipeline is None:
+        raise click.UsageError("--pipeline is required (a file, or a name in pipelines/)")
+    config = resolve_config(pipeline, set_items, {})
+    with _RunProgress(enabled=not quiet) as progress:
+        summary = run_pipeline(
+            config, questions_path, index_dir, run_dir, limit=limit, callbacks=progress
+        )
+    if as_json:
+        click.echo(json.dumps(asdict(summary) | {"run_dir": str(summary.run_dir)}, indent=2))
+    else:
+        click.echo(format_summary(config.name, summary))
+
+
+def _ms(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{seconds * 1000:.0f} ms"
+
+
+def format_summary(name: str, summary: RunSummary) -> str:
+    """A few lines: throughput with its load regime, TTFT p50/p95, errors."""
+    regime = summary.regime
+    if regime.get("mode") == "server":
+        rate = regime.get("request_rate")
+        load = f"server, concurrency {regime.get('concurrency')}" + (
+            f", {rate:g} req/s" if rate else ""
+        )
+    elif regime:
+        load = f"offline batch of {regime.get('batch_size')}"
+    else:
+        load = "no generation this session"
+    tps = "n/a" if summary.tokens_per_s is None else f"{summary.tokens_per_s:.1f} tok/s"
+    lines = [
+        f"{name}: {summary.completed}/{summary.requests} answered, {summary.errors} errors "
+        f"-> {summary.run_dir}",
+        f"  throughput {tps} ({summary.output_tokens} output tokens in {summary.generation_s:.1f} s; {load})",
+        f"  TTFT p50 {_ms(summary.ttft_p50_s)}, p95 {_ms(summary.ttft_p95_s)}; "
+        f"TPOT p50 {_ms(summary.tpot_p50_s)}; e2e p95 {_ms(summary.e2e_p95_s)}",
+    ]
+    if summary.skipped:
+        lines.append(f"  {summary.skipped} questions were already recorded (resumed)")
+    return "\n".join(lines)
+
+
+class _RunProgress(RunCallbacks):
+    """Stage lines and a generation progress bar on stderr."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> _RunProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+    def _start(self, label: str, total: int, *columns: Any) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn
+
+        self._stop()
+        self._bar = Progress(
+            TextColumn(label), BarColumn(), *columns, console=Console(stderr=True), transient=True
+        )
+        self._bar.start()
+        self._task = self._bar.add_task(label, total=total)
+
+    def stage(self, message: str) -> None:
+        self._stop()
+        if self.enabled:
+            click.echo(message, err=True)
+
+    def bytes(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self._bar is None:
+            from rich.progress import DownloadColumn
+
+            self._start("  joining model parts", total, DownloadColumn())
+        self._bar.update(self._task, completed=done)
+
+    def start_generation(self, total: int) -> None:
+        if self.enabled:
+            from rich.progress import MofNCompleteColumn, TimeElapsedColumn
+
+            self._start("generating", total, MofNCompleteColumn(), TimeElapsedColumn())
+
+    def result(self, record: dict[str, Any]) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task)
+        if record.get("error") and self.enabled:
+            click.echo(f"warning: {record['id']}: {record['error']}", err=True)

@@ -1,0 +1,475 @@
+"""Generator for any OpenAI-compatible chat server (first of all `vllm serve`), streamed.
+
+Latency is measured at the client from the SSE stream, the way `vllm bench serve` does:
+TTFT is the first chunk with content, ITL the gaps between content chunks, token counts
+come from the server's final usage chunk. Faults (refused connections, timeouts, 5xx/429,
+broken streams) are retried with exponential backoff; a request that still fails becomes
+a `GenResult` with `error` set, never an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import os
+import random
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from auditor.config import OpenAIGeneratorConfig
+from auditor.errors import AuditorError, BadInput
+from auditor.generate.base import GenerationStats, GenRequest, GenResult, OnResult, tpot
+
+__all__ = [
+    "OpenAIServerGenerator",
+    "histogram_sum_count",
+    "parse_prometheus",
+    "scrape_prometheus",
+]
+
+logger = logging.getLogger(__name__)
+
+PROBE_TIMEOUT_S = 5.0
+_ERROR_BODY_CHARS = 200
+
+
+class _Failure(Exception):
+    """One failed attempt: `kind` is what went wrong, `detail` what the server said."""
+
+    def __init__(self, kind: str, detail: str = "", retryable: bool = True) -> None:
+        super().__init__(kind, detail)
+        self.kind = kind
+        self.detail = detail
+        self.retryable = retryable
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.detail}" if self.detail else self.kind
+
+
+@dataclass
+class _Stream:
+    """What one successful streamed attempt delivered (perf_counter times)."""
+
+    sent: float
+    end: float = 0.0
+    pieces: list[str] = field(default_factory=list)
+    chunk_times: list[float] = field(default_factory=list)
+    finish_reason: str | None = None
+    finish_time: float | None = None
+    usage: dict[str, Any] | None = None
+    done: bool = False
+
+
+def _one_line(text: str, limit: int = _ERROR_BODY_CHARS) -> str:
+    return " ".join(text.split())[:limit]
+
+
+def _server_message(body: bytes) -> str:
+    """The error message inside an OpenAI-style JSON error body, else the raw body."""
+    text = body.decode("utf-8", errors="replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return _one_line(text)
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            for key in ("message", "detail", "msg"):
+                if isinstance(err.get(key), str):
+                    return _one_line(err[key])
+        elif isinstance(err, str):
+            return _one_line(err)
+    return _one_line(text)
+
+
+def _transport_reason(exc: BaseException) -> str:
+    """A short human reason for a transport-level failure."""
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, httpx.ConnectError):
+        return (
+            "connection refused"
+            if "refused" in text.lower()
+            else f"cannot connect ({_one_line(text, 120)})"
+        )
+    return _one_line(text, 120)
+
+
+def _base_url(endpoint: str) -> str:
+    """`http://host:port/v1` -> `http://host:port` (where vLLM serves /metrics and /health)."""
+    url = endpoint.rstrip("/")
+    return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{.*\})?\s+(\S+)(?:\s+\S+)?$")
+
+
+def parse_prometheus(text: str) -> dict[str, float]:
+    """Prometheus text format -> {"name{labels}": value}; comments and bad lines are skipped."""
+    samples: dict[str, float] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _SAMPLE.match(line)
+        if match is None:
+            continue
+        name, labels, raw = match.groups()
+        try:
+            samples[name + (labels or "")] = float(raw)
+        except ValueError:
+            continue
+    return samples
+
+
+def scrape_prometheus(
+    endpoint_base_url: str, timeout_s: float = PROBE_TIMEOUT_S
+) -> dict[str, float]:
+    """GET the server's `/metrics` (an endpoint's URL with or without /v1) and parse it."""
+    response = httpx.get(f"{_base_url(endpoint_base_url)}/metrics", timeout=timeout_s)
+    response.raise_for_status()
+    return parse_prometheus(response.text)
+
+
+def histogram_sum_count(metrics: dict[str, float], name: str) -> tuple[float, float]:
+    """(sum, count) of histogram `name`, added over all its label sets."""
+    total = count = 0.0
+    for key, value in metrics.items():
+        bare = key.split("{", 1)[0]
+        if bare == f"{name}_sum":
+            total += value
+        elif bare == f"{name}_count":
+            count += value
+    return total, count
+
+
+class OpenAIServerGenerator:
+    """Streams chat completions from one or more OpenAI-compatible endpoints."""
+
+    def __init__(self, cfg: OpenAIGeneratorConfig, api_key: str | None = None) -> None:
+        self.cfg = cfg
+        self.endpoints = [e.rstrip("/") for e in cfg.endpoints]
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._healthy: list[str] | None = None
+        self._served: dict[str, Any] | None = None
+        self._probe_client: httpx.Client | None = None
+
+    @classmethod
+    def from_config(cls, cfg: OpenAIGeneratorConfig) -> OpenAIServerGenerator:
+        """Build from config; the API key is read from `cfg.api_key_env`, never from the file."""
+        api_key: str | None = None
+        if cfg.api_key_env:
+            api_key = os.environ.get(cfg.api_key_env, "")
+            if not api_key:
+                raise BadInput(
+                    f"generator.api_key_env: environment variable {cfg.api_key_env} is not set "
+                    "or empty; export it or remove api_key_env"
+                )
+        return cls(cfg, api_key)
+
+    # -- endpoint checks ---------------------------------------------------------------
+
+    def _probe(self) -> None:
+        """GET /models on every endpoint; keep those that answer and serve `cfg.model`."""
+        if self._probe_client is None:
+            self._probe_client = httpx.Client(headers=self._headers, timeout=PROBE_TIMEOUT_S)
+        healthy: list[str] = []
+        down: list[tuple[str, str]] = []
+        served: dict[str, Any] | None = None
+        for endpoint in self.endpoints:
+            try:
+                response = self._probe_client.get(f"{endpoint}/models")
+            except httpx.HTTPError as exc:
+                down.append((endpoint, _transport_reason(exc)))
+                continue
+            if response.status_code != 200:
+                reason = f"GET /models answered HTTP {response.status_code}: {_server_message(response.content)}"
+                down.append((endpoint, reason))
+                continue
+            try:
+                entries = [m for m in response.json().get("data", []) if isinstance(m, dict)]
+            except (ValueError, AttributeError):
+                down.append((endpoint, "GET /models did not return an OpenAI model list"))
+                continue
+            entry = next((m for m in entries if m.get("id") == self.cfg.model), None)
+            if entry is None:
+                # A replica serving another model would mix two models in one audit.
+                names = ", ".join(str(m.get("id")) for m in entries) or "none"
+                raise AuditorError(
+                    f"{endpoint}: model {self.cfg.model!r} is not served; it serves: {names} "
+                    "(fix generator.model or --served-model-name)"
+                )
+            if served is None:
+                served = {k: entry[k] for k in ("id", "root", "max_model_len") if k in entry}
+            healthy.append(endpoint)
+        if not healthy:
+            if len(down) == 1:
+                endpoint, reason = down[0]
+                if reason.startswith("GET /models"):
+                    raise AuditorError(f"{endpoint}: {reason}")
+                raise AuditorError(
+                    f"{endpoint}: server not reachable ({reason}); start it or fix generator.endpoints"
+                )
+            listed = "; ".join(f"{e} ({r})" for e, r in down)
+            raise AuditorError(
+                f"no endpoint reachable: {listed}; start the servers or fix generator.endpoints"
+            )
+        for endpoint, reason in down:
+            logger.warning("%s: skipped, not usable (%s)", endpoint, reason)
+        self._healthy = healthy
+        self._served = served
+
+    def identity(self) -> dict[str, Any]:
+        if self._healthy is None:
+            self._probe()
+        return {
+            "name": self.cfg.model,
+            "backend": "openai",
+            "endpoints": list(self.endpoints),
+            "served": self._served,
+        }
+
+    # -- generation ----------------------------------------------------------------------
+
+    def generate(self, requests: Sequence[GenRequest], on_result: OnResult) -> GenerationStats:
+        """Run every request against the healthy endpoints; call `on_result` as each ends."""
+        self._probe()
+        assert self._healthy is not None
+        endpoints = list(self._healthy)
+        start = time.perf_counter()
+        asyncio.run(self._run_all(requests, on_result, endpoints))
+        wall_s = time.perf_counter() - start
+        regime: dict[str, Any] = {
+            "mode": "server",
+            "concurrency": self.cfg.concurrency,
+            "request_rate": self.cfg.request_rate,
+            "endpoints": endpoints,
+        }
+        return GenerationStats(wall_s=wall_s, regime=regime)
+
+    def close(self) -> None:
+        if self._probe_client is not None:
+            self._probe_client.close()
+            self._probe_client = None
+
+    async def _run_all(
+        self, requests: Sequence[GenRequest], on_result: OnResult, endpoints: list[str]
+    ) -> None:
+        cfg = self.cfg
+        # perf_counter for durations, anchored once to the wall clock for reported times
+        anchor_wall, anchor_perf = time.time(), time.perf_counter()
+
+        def wall(t: float) -> float:
+            return anchor_wall + (t - anchor_perf)
+
+        offsets = [0.0] * len(requests)
+        if cfg.request_rate is not None:
+            # Poisson process as in `vllm bench serve`: the first request at 0, then exp gaps
+            rng = random.Random(cfg.sampling.seed)
+            for i in range(1, len(requests)):
+                offsets[i] = offsets[i - 1] + rng.expovariate(cfg.request_rate)
+
+        semaphore = asyncio.Semaphore(cfg.concurrency)
+        outstanding = dict.fromkeys(endpoints, 0)
+        next_rr = 0
+
+        def pick() -> str:
+            """Least outstanding requests; ties go round-robin."""
+            nonlocal next_rr
+            n = len(endpoints)
+            order = [endpoints[(next_rr + k) % n] for k in range(n)]
+            chosen = min(order, key=lambda e: outstanding[e])
+            next_rr = (endpoints.index(chosen) + 1) % n
+            outstanding[chosen] += 1
+            return chosen
+
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=cfg.concurrency)
+        timeout = httpx.Timeout(cfg.timeout_s, connect=min(cfg.timeout_s, 10.0))
+        async with httpx.AsyncClient(
+            headers=self._headers, limits=limits, timeout=timeout
+        ) as client:
+
+            async def one(index: int, request: GenRequest) -> None:
+                delay = anchor_perf + offsets[index] - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                async with semaphore:
+                    result = await self._with_retries(client, request, pick, outstanding, wall)
+                on_result(result)
+
+            tasks = [asyncio.create_task(one(i, r)) for i, r in enumerate(requests)]
+            try:
+                await asyncio.gather(*tasks)
+            except BaseException:
+                # on_result failed (e.g. disk full) or we were interrupted: stop the rest
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
+
+    async def _with_retries(
+        self,
+        client: httpx.AsyncClient,
+        request: GenRequest,
+        pick: Callable[[], str],
+        outstanding: dict[str, int],
+        wall: Callable[[float], float],
+    ) -> GenResult:
+        cfg = self.cfg
+        failures: list[str] = []
+        attempt = 0
+        while True:
+            attempt += 1
+            endpoint = pick()
+            try:
+                async with asyncio.timeout(cfg.timeout_s):
+                    stream = await self._attempt(client, endpoint, request)
+            except TimeoutError:
+                failure = _Failure(f"timed out (limit {cfg.timeout_s:g} s)")
+            except httpx.TransportError as exc:
+                stream_broken = isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError)
+                kind = "stream broken" if stream_broken else _transport_reason(exc)
+                failure = _Failure(kind, _one_line(str(exc), 120) if stream_broken else "")
+            except _Failure as exc:
+                failure = exc
+            else:
+                return self._success(request, endpoint, stream, attempt, failures, wall)
+            finally:
+                outstanding[endpoint] -= 1
+            failures.append(f"{endpoint}: {failure}")
+            if not failure.retryable or attempt > cfg.max_retries:
+                tried = f" after {attempt} attempts" if attempt > 1 else ""
+                detail = f": {failure.detail}" if failure.detail else ""
+                return GenResult(
+                    request_id=request.request_id,
+                    error=f"{endpoint}: {failure.kind}{tried}{detail}",
+                    finish_reason=None,
+                    attempts=attempt,
+                    endpoint=endpoint,
+                    engine={"failed_attempts": failures},
+                )
+            await asyncio.sleep(cfg.retry_backoff_s * 2 ** (attempt - 1))
+
+    async def _attempt(
+        self, client: httpx.AsyncClient, endpoint: str, request: GenRequest
+    ) -> _Stream:
+        sampling = self.cfg.sampling
+        body = {
+            "model": self.cfg.model,
+            "messages": [dict(m) for m in request.messages],
+            "max_tokens": sampling.max_tokens,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "seed": sampling.seed,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        stream = _Stream(sent=time.perf_counter())
+        async with client.stream("POST", f"{endpoint}/chat/completions", json=body) as response:
+            if response.status_code != 200:
+                payload = await response.aread()
+                status = response.status_code
+                raise _Failure(
+                    f"HTTP {status}",
+                    _server_message(payload),
+                    retryable=status >= 500 or status == 429,
+                )
+            async for line in response.aiter_lines():
+                now = time.perf_counter()
+                if not line.startswith("data:"):
+                    continue  # blank separators, comments, `event:` lines
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    stream.done = True
+                    break
+                self._take_chunk(stream, data, now)
+        stream.end = time.perf_counter()
+        if not stream.done and stream.finish_reason is None:
+            raise _Failure("stream broken", "ended without [DONE] or a finish_reason")
+        return stream
+
+    @staticmethod
+    def _take_chunk(stream: _Stream, data: str, now: float) -> None:
+        try:
+            chunk = json.loads(data)
+        except ValueError as exc:
+            raise _Failure("stream broken", f"bad SSE payload {data[:80]!r}") from exc
+        if not isinstance(chunk, dict):
+            raise _Failure("stream broken", f"bad SSE payload {data[:80]!r}")
+        if "error" in chunk:
+            err = chunk["error"]
+            code = err.get("code") if isinstance(err, dict) else None
+            message = _server_message(json.dumps(chunk).encode())
+            retryable = not isinstance(code, int) or code >= 500 or code == 429
+            raise _Failure("error in stream", message, retryable=retryable)
+        if isinstance(chunk.get("usage"), dict):
+            stream.usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if content:
+                stream.pieces.append(content)
+                stream.chunk_times.append(now)
+            if choice.get("finish_reason"):
+                stream.finish_reason = choice["finish_reason"]
+                stream.finish_time = now
+
+    def _success(
+        self,
+        request: GenRequest,
+        endpoint: str,
+        stream: _Stream,
+        attempts: int,
+        failures: list[str],
+        wall: Callable[[float], float],
+    ) -> GenResult:
+        times = stream.chunk_times
+        usage = stream.usage or {}
+        engine: dict[str, Any] = {}
+        if isinstance(usage.get("completion_tokens"), int):
+            output_tokens = int(usage["completion_tokens"])
+            engine["output_tokens_source"] = "usage"
+        else:
+            # Several tokens can share a chunk, so this undercounts: say so
+            output_tokens = len(times)
+            engine["output_tokens_source"] = "content_chunks"
+        prompt_tokens = usage.get("prompt_tokens")
+        if failures:
+            engine["failed_attempts"] = failures
+        first = wall(times[0]) if times else None
+        last_time = times[-1] if times else None
+        if (
+            last_time is not None
+            and stream.finish_time is not None
+            and output_tokens > len(times)
+            and stream.finish_time > last_time
+        ):
+            # The final token (EOS) carries no text: it arrives with the finish_reason chunk,
+            # and the engine's last-token time (and its TPOT) counts it.
+            last_time = stream.finish_time
+        last = wall(last_time) if last_time is not None else None
+        return GenResult(
+            request_id=request.request_id,
+            text="".join(stream.pieces),
+            prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else None,
+            output_tokens=output_tokens,
+            finish_reason=stream.finish_reason,
+            arrival_time=wall(stream.sent),
+            first_token_time=first,
+            last_token_time=last,
+            ttft_s=times[0] - stream.sent if times else None,
+            tpot_s=tpot(first, last, output_tokens),
+            e2e_s=stream.end - stream.sent,
+            itl_s=[round(b - a, 6) for a, b in itertools.pairwise(times)],
+            attempts=attempts,
+            endpoint=endpoint,
+            engine=engine,
+        )

