@@ -40,6 +40,7 @@ def cli(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     # vLLM logs every engine step at INFO on stderr; keep it to warnings unless asked (-v).
     os.environ.setdefault("VLLM_LOGGING_LEVEL", logging.getLevelName(level))
+    os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout is for --json
 
 
 def _register() -> None:
