@@ -3,15 +3,21 @@
 VENV  := .venv
 BIN   := $(VENV)/bin
 INDEX := reports/kestrel-index
+QUESTIONS := corpora/kestrel/questions.jsonl
+DEMO_PIPELINES := qwen-1.5b-cpu qwen-0.5b-cpu
 
 .PHONY: setup demo test lint bench
 
 setup:
 	@bash scripts/setup.sh
 
+# Ingest the bundled corpus, then answer its questions with each CPU pipeline (one engine
+# at a time). Re-running resumes: finished runs are not redone.
 demo: setup
 	$(BIN)/auditor ingest corpora/kestrel/docs --index $(INDEX)
-	$(BIN)/auditor search --index $(INDEX) -k 2 "Is there a restocking fee if I return an opened T9 Pro?"
+	@for p in $(DEMO_PIPELINES); do \
+	  $(BIN)/auditor run --pipeline $$p --questions $(QUESTIONS) --index $(INDEX) --out reports/demo/$$p || exit $$?; \
+	done
 
 lint: setup
 	$(BIN)/ruff check auditor tests bench
@@ -23,3 +29,4 @@ test: lint
 
 bench: setup
 	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/run_overhead.py

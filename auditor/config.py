@@ -235,7 +235,7 @@ def resolve_pipeline_path(name_or_path: str, search_dir: Path = Path("pipelines"
     if path.exists():
         return path
     candidate = search_dir / f"{name_or_path}.toml"
-    if path.suffix == "" and candidate.exists():
+    if "/" not in name_or_path and candidate.exists():  # names may hold dots: qwen-1.5b-cpu
         return candidate
     known = sorted(p.stem for p in search_dir.glob("*.toml")) if search_dir.is_dir() else []
     hint = f"; known pipelines: {', '.join(known)}" if known else ""

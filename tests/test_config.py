@@ -84,8 +84,12 @@ def test_set_option_parses_toml_values() -> None:
 def test_pipeline_name_resolution(tmp_path: Path) -> None:
     """A bare name resolves in pipelines/; an unknown one lists the known ones."""
     (tmp_path / "alpha.toml").write_text("")
+    (tmp_path / "qwen-1.5b-cpu.toml").write_text("")
     assert resolve_pipeline_path("alpha", tmp_path) == tmp_path / "alpha.toml"
-    with pytest.raises(BadInput, match="no such pipeline file; known pipelines: alpha"):
+    assert resolve_pipeline_path("qwen-1.5b-cpu", tmp_path) == tmp_path / "qwen-1.5b-cpu.toml"
+    with pytest.raises(
+        BadInput, match="no such pipeline file; known pipelines: alpha, qwen-1.5b-cpu"
+    ):
         resolve_pipeline_path("beta", tmp_path)
 
 

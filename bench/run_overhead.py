@@ -1,0 +1,127 @@
+"""`auditor run` output tok/s next to `vllm.LLM.generate` on the same prompts and engine, in one run.
+
+    .venv/bin/python bench/run_overhead.py [--model smollm2-135m-instruct] [--questions 20] [--rounds 3]
+
+The auditor side is `run_pipeline` for real (engine stepped by the auditor, a record written
+and fsynced per answer, timings collected); the direct side is `LLM.generate` on the exact
+token ids the auditor sent. Both use one engine, the prefix cache is reset before each side,
+and the sides alternate so machine noise hits both. The figure is the median ratio of output
+tokens per second (target >= 0.95: the auditor must not distort what it measures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from auditor.config import IngestConfig, PipelineConfig
+from auditor.generate.base import GenerationStats, GenRequest, OnResult
+from auditor.generate.vllm_offline import VLLMGenerator
+from auditor.ingest import ingest_corpus, load_embedder
+from auditor.run import run_pipeline
+from auditor.store import read_records
+
+REPO = Path(__file__).resolve().parents[1]
+KESTREL = REPO / "corpora" / "kestrel"
+
+
+class _Shared:
+    """Lets several runs use one engine (run_pipeline closes the generator it is given)."""
+
+    def __init__(self, inner: VLLMGenerator) -> None:
+        self.inner = inner
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    def generate(self, requests: Sequence[GenRequest], on_result: OnResult) -> GenerationStats:
+        return self.inner.generate(requests, on_result)
+
+    def close(self) -> None:
+        pass
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="smollm2-135m-instruct")
+    parser.add_argument("--questions", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=128)
+    args = parser.parse_args()
+
+    config = PipelineConfig.model_validate(
+        {
+            "name": f"bench-{args.model}",
+            "generator": {
+                "kind": "vllm",
+                "model": args.model,
+                "max_model_len": 4096,
+                "sampling": {"max_tokens": args.max_tokens},
+            },
+        }
+    )
+    assert config.generator is not None and config.generator.kind == "vllm"
+    workdir = Path(tempfile.mkdtemp(prefix="auditor-bench-run-"))
+    try:
+        index = workdir / "index"
+        ingest_corpus(
+            KESTREL / "docs", index, IngestConfig(), load_embedder(config.ingest.embedder)
+        )
+        engine = VLLMGenerator.from_config(config.generator)
+        shared = _Shared(engine)
+
+        def auditor_side(round_no: int) -> tuple[float, int]:
+            engine.llm.reset_prefix_cache()
+            summary = run_pipeline(
+                config, KESTREL / "questions.jsonl", index, workdir / f"run{round_no}",
+                limit=args.questions, generator_factory=lambda *a, **k: shared,
+            )  # fmt: skip
+            return summary.generation_s, summary.output_tokens
+
+        auditor_side(0)  # warm-up, and the prompts for the direct side
+        prompts = _recorded_prompts(engine, workdir / "run0")
+        ratios, ours, theirs = [], [], []
+        for round_no in range(1, args.rounds + 1):
+            wall, tokens = auditor_side(round_no)
+            engine.llm.reset_prefix_cache()
+            started = time.perf_counter()
+            outputs = engine.llm.generate(prompts, engine.sampling_params(), use_tqdm=False)
+            direct_wall = time.perf_counter() - started
+            direct_tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
+            a, d = tokens / wall, direct_tokens / direct_wall
+            ours.append(a)
+            theirs.append(d)
+            ratios.append(a / d)
+            print(
+                f"round {round_no}: auditor run {tokens} tok in {wall:.2f} s ({a:.1f} tok/s) | "
+                f"LLM.generate {direct_tokens} tok in {direct_wall:.2f} s ({d:.1f} tok/s) | ratio {a / d:.3f}"
+            )
+        print(f"\nmodel {args.model}, {args.questions} questions, max_tokens {args.max_tokens}")
+        print(
+            f"median: auditor run {statistics.median(ours):.1f} tok/s, LLM.generate "
+            f"{statistics.median(theirs):.1f} tok/s, ratio {statistics.median(ratios):.3f} (target >= 0.95)"
+        )
+        engine.close()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _recorded_prompts(engine: VLLMGenerator, run_dir: Path) -> list[Any]:
+    from vllm.inputs import TokensPrompt
+
+    return [
+        TokensPrompt(
+            prompt_token_ids=engine.tokenizer.encode(r["prompt"], add_special_tokens=False)
+        )
+        for r in read_records(run_dir)
+    ]
+
+
+if __name__ == "__main__":
+    main()
