@@ -88,7 +88,7 @@ def test_pipeline_name_resolution(tmp_path: Path) -> None:
     assert resolve_pipeline_path("alpha", tmp_path) == tmp_path / "alpha.toml"
     assert resolve_pipeline_path("qwen-1.5b-cpu", tmp_path) == tmp_path / "qwen-1.5b-cpu.toml"
     with pytest.raises(
-        BadInput, match="no such pipeline file; known pipelines: alpha, qwen-1.5b-cpu"
+        BadInput, match=r"no such pipeline file; known pipelines: alpha, qwen-1\.5b-cpu"
     ):
         resolve_pipeline_path("beta", tmp_path)
 
