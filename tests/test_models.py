@@ -1,0 +1,121 @@
+"""Packaged models: registry, integrity check before any conversion, CLI listing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from auditor.cli import cli
+from auditor.errors import BadInput
+from auditor.models import PACKAGED_MODELS, PackagedModel, get_packaged_model, prepare_model
+from auditor.models.prepare import prepared
+
+
+@pytest.fixture
+def tiny_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[PackagedModel, bytes]:
+    """A fake two-part 'model package' importable from tmp_path."""
+    parts = [b"GGUF part one ", b"and part two"]
+    for number, data in enumerate(parts, start=1):
+        package = tmp_path / "site" / f"tinypart{number}"
+        (package / "data").mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        (package / "data" / f"part{number:02d}.bin").write_bytes(data)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    whole = b"".join(parts)
+    model = PackagedModel(
+        name="tiny",
+        title="Tiny",
+        requirement="tinypart1..2",
+        files=(("tinypart1", "data/part01.bin"), ("tinypart2", "data/part02.bin")),
+        gguf_sha256=hashlib.sha256(whole).hexdigest(),
+        gguf_size=len(whole),
+        license="test",
+    )
+    return model, whole
+
+
+def test_registry_names_three_models_with_pinned_hashes() -> None:
+    """The three packaged models are listed with their pinned GGUF sha256."""
+    assert set(PACKAGED_MODELS) == {
+        "smollm2-135m-instruct",
+        "qwen2.5-coder-0.5b-instruct",
+        "qwen2.5-coder-1.5b-instruct",
+    }
+    assert all(len(m.gguf_sha256) == 64 for m in PACKAGED_MODELS.values())
+    with pytest.raises(
+        BadInput, match="unknown model 'gpt-5'; packaged models: smollm2-135m-instruct"
+    ):
+        get_packaged_model("gpt-5")
+
+
+def test_parts_of_installed_packages_add_up_to_the_pinned_size() -> None:
+    """Set-up installed every part, and their sizes add up to the pinned GGUF size."""
+    for model in PACKAGED_MODELS.values():
+        assert sum(p.stat().st_size for p in model.part_paths()) == model.gguf_size, model.name
+
+
+def test_tampered_part_is_refused_before_conversion(
+    tiny_package: tuple[PackagedModel, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A part whose bytes changed fails the sha256 check; nothing is left in the cache."""
+    model, _ = tiny_package
+    tampered = PackagedModel(**{**model.__dict__, "gguf_sha256": "0" * 64})
+    monkeypatch.setitem(PACKAGED_MODELS, "tiny", tampered)
+    converted: list[Path] = []
+    monkeypatch.setattr(
+        "auditor.models.prepare._convert", lambda gguf, folder: converted.append(gguf)
+    )
+    cache = tmp_path / "cache"
+    with pytest.raises(
+        BadInput, match=r"model tiny: joined GGUF sha256 .* does not match .*reinstall tinypart1..2"
+    ):
+        prepare_model("tiny", cache=cache)
+    assert converted == []
+    assert [p.name for p in cache.iterdir() if not p.name.startswith(".")] == []
+
+
+def test_prepare_joins_in_order_verifies_and_records_identity(
+    tiny_package: tuple[PackagedModel, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parts are joined in order, converted once, and the identity file names both hashes."""
+    model, whole = tiny_package
+    monkeypatch.setitem(PACKAGED_MODELS, "tiny", model)
+    calls: list[bytes] = []
+
+    def fake_convert(gguf: Path, folder: Path) -> dict[str, object]:
+        calls.append(gguf.read_bytes())
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text("{}")
+        (folder / "model.safetensors").write_bytes(b"weights")
+        return {"architecture": "Fake"}
+
+    monkeypatch.setattr("auditor.models.prepare._convert", fake_convert)
+    cache = tmp_path / "cache"
+    seen: list[tuple[int, int]] = []
+    ready = prepare_model(
+        "tiny", cache=cache, on_bytes=lambda done, total: seen.append((done, total))
+    )
+    assert calls == [whole] and seen[-1] == (len(whole), len(whole))
+    identity = json.loads((ready.path / "auditor-model.json").read_text())
+    assert identity["gguf_sha256"] == model.gguf_sha256
+    assert identity["weights_sha256"] == hashlib.sha256(b"weights").hexdigest()
+    assert not (ready.path / "model.gguf").exists()
+    again = prepare_model("tiny", cache=cache)
+    assert again.path == ready.path and len(calls) == 1  # cached: not converted twice
+    (ready.path / "auditor-model.json").write_text(json.dumps(identity | {"gguf_sha256": "x"}))
+    assert prepared("tiny", cache) is None  # an outdated folder is not trusted
+
+
+def test_cli_models_list_and_bad_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`models list --json` shows installed packages; a typo lists the valid names, exit 2."""
+    monkeypatch.setenv("AUDITOR_MODELS_DIR", str(tmp_path / "models"))
+    result = CliRunner().invoke(cli, ["models", "list", "--json"], catch_exceptions=False)
+    rows = {row["name"]: row for row in json.loads(result.stdout)}
+    assert result.exit_code == 0 and set(rows) == set(PACKAGED_MODELS)
+    assert all(row["installed"] and not row["prepared"] for row in rows.values())
+    result = CliRunner().invoke(cli, ["models", "prepare", "qwen-7b"], catch_exceptions=False)
+    assert result.exit_code == 2 and "unknown model 'qwen-7b'; packaged models:" in result.stderr
