@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from auditor.generate.base import GenerationStats, GenRequest, GenResult, OnResult
+from auditor.generate.base import GenerationStats, Generator, GenRequest, GenResult, OnResult
 from auditor.ingest.embed import EmbedderIdentity
 
-__all__ = ["FakeEmbedder", "FakeGenerator"]
+__all__ = ["FakeEmbedder", "FakeGenerator", "SharedGenerator"]
 
 _WORD = re.compile(r"\w+")
 
@@ -162,3 +162,19 @@ class FakeGenerator:
 
     def close(self) -> None:
         self.closed = True
+
+
+class SharedGenerator:
+    """Hands one started engine to several runs: `run_pipeline` closes what it is given."""
+
+    def __init__(self, inner: Generator) -> None:
+        self.inner = inner
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    def generate(self, requests: Sequence[GenRequest], on_result: OnResult) -> GenerationStats:
+        return self.inner.generate(requests, on_result)
+
+    def close(self) -> None:
+        """Left open on purpose; the owner closes `inner`."""

@@ -16,35 +16,18 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from auditor.config import IngestConfig, PipelineConfig
-from auditor.generate.base import GenerationStats, GenRequest, OnResult
 from auditor.generate.vllm_offline import VLLMGenerator
 from auditor.ingest import ingest_corpus, load_embedder
 from auditor.run import run_pipeline
 from auditor.store import read_records
+from auditor.testing import SharedGenerator
 
 REPO = Path(__file__).resolve().parents[1]
 KESTREL = REPO / "corpora" / "kestrel"
-
-
-class _Shared:
-    """Lets several runs use one engine (run_pipeline closes the generator it is given)."""
-
-    def __init__(self, inner: VLLMGenerator) -> None:
-        self.inner = inner
-
-    def identity(self) -> dict[str, Any]:
-        return self.inner.identity()
-
-    def generate(self, requests: Sequence[GenRequest], on_result: OnResult) -> GenerationStats:
-        return self.inner.generate(requests, on_result)
-
-    def close(self) -> None:
-        pass
 
 
 def main() -> None:
@@ -74,7 +57,7 @@ def main() -> None:
             KESTREL / "docs", index, IngestConfig(), load_embedder(config.ingest.embedder)
         )
         engine = VLLMGenerator.from_config(config.generator)
-        shared = _Shared(engine)
+        shared = SharedGenerator(engine)
 
         def auditor_side(round_no: int) -> tuple[float, int]:
             engine.llm.reset_prefix_cache()

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from auditor.cli.options import pipeline_options, resolve_config
+from auditor.cli.progress import StderrProgress
 from auditor.ingest.build import IngestProgress
 from auditor.ingest.loaders import DocumentError
 
@@ -79,9 +80,15 @@ def ingest(
         },
     ).ingest
     model = embed.load_embedder(config.embedder)
-    with _ProgressBar(enabled=not quiet) as progress:
+    with StderrProgress(enabled=not quiet) as display:
         report = ingest_corpus(
-            corpus_dir, index_dir, config, model, strict=strict, rebuild=rebuild, progress=progress
+            corpus_dir,
+            index_dir,
+            config,
+            model,
+            strict=strict,
+            rebuild=rebuild,
+            progress=_IngestProgress(display),
         )
     if as_json:
         click.echo(json.dumps(_report_json(report), indent=2))
@@ -89,50 +96,20 @@ def ingest(
         _print_report(report)
 
 
-class _ProgressBar(IngestProgress):
-    """A rich progress bar on stderr for the embedding phase; warnings for skipped files."""
+class _IngestProgress(IngestProgress):
+    """Warnings for skipped files and a bar for the embedding phase, on stderr."""
 
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self._progress: Any = None
-        self._task: Any = None
-
-    def __enter__(self) -> _ProgressBar:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._progress is not None:
-            self._progress.stop()
+    def __init__(self, display: StderrProgress) -> None:
+        self.display = display
 
     def start_embedding(self, total_chunks: int) -> None:
-        if not self.enabled or total_chunks == 0:
-            return
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-        )
-
-        self._progress = Progress(
-            TextColumn("embedding chunks"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        self._progress.start()
-        self._task = self._progress.add_task("embed", total=total_chunks)
+        self.display.bar("embedding chunks", total_chunks)
 
     def embedded(self, count: int) -> None:
-        if self._progress is not None:
-            self._progress.advance(self._task, count)
+        self.display.advance(count)
 
     def rejected(self, error: DocumentError) -> None:
-        click.echo(f"warning: skipped {error}", err=True)
+        self.display.warn(f"skipped {error}")
 
 
 def _report_json(report: Any) -> dict[str, Any]:

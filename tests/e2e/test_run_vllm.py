@@ -6,18 +6,18 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from auditor.config import IngestConfig, PipelineConfig
-from auditor.generate.base import GenerationStats, GenRequest, OnResult
 from auditor.generate.vllm_offline import VLLMGenerator
 from auditor.ingest import ingest_corpus
 from auditor.run import run_pipeline
 from auditor.store import read_records
+from auditor.testing import SharedGenerator
 from tests.conftest import KESTREL, REPO
 
 pytestmark = pytest.mark.e2e
@@ -41,22 +41,6 @@ def kestrel_index(tmp_path_factory: pytest.TempPathFactory, real_embedder: Any) 
     return index
 
 
-class _Shared:
-    """The module's one engine, handed to several runs (run_pipeline closes its generator)."""
-
-    def __init__(self, inner: VLLMGenerator) -> None:
-        self.inner = inner
-
-    def identity(self) -> dict[str, Any]:
-        return self.inner.identity()
-
-    def generate(self, requests: Sequence[GenRequest], on_result: OnResult) -> GenerationStats:
-        return self.inner.generate(requests, on_result)
-
-    def close(self) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def engine(smollm2_dir: Path) -> Iterator[VLLMGenerator]:
     config = PipelineConfig.model_validate(PIPELINE)
@@ -74,7 +58,7 @@ def _run(engine: VLLMGenerator, index: Path, out: Path, limit: int) -> Any:
         index,
         out,
         limit=limit,
-        generator_factory=lambda *a, **k: _Shared(engine),
+        generator_factory=lambda *a, **k: SharedGenerator(engine),
     )
 
 

@@ -1,0 +1,78 @@
+"""One progress display for every command: stage lines and a bar, both on stderr."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+__all__ = ["StderrProgress"]
+
+
+class StderrProgress:
+    """Stage lines and at most one rich progress bar at a time, on stderr (stdout stays clean)."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> StderrProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+    def say(self, message: str) -> None:
+        """A line on stderr (ends the current bar)."""
+        self.stop()
+        if self.enabled:
+            click.echo(message, err=True)
+
+    def warn(self, message: str) -> None:
+        """A warning line on stderr, shown even when progress is off."""
+        click.echo(f"warning: {message}", err=True)
+
+    def bar(self, label: str, total: int, unit: str = "count") -> None:
+        """Start a bar; `unit` is "count" (done/total, elapsed, ETA) or "bytes"."""
+        self.stop()
+        if not self.enabled or total <= 0:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        columns: tuple[Any, ...] = (
+            (DownloadColumn(),)
+            if unit == "bytes"
+            else (MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+        )
+        self._bar = Progress(
+            TextColumn(label), BarColumn(), *columns, console=Console(stderr=True), transient=True
+        )
+        self._bar.start()
+        self._task = self._bar.add_task(label, total=total)
+
+    def advance(self, count: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task, count)
+
+    def update(self, done: int) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, completed=done)
+
+    @property
+    def active(self) -> bool:
+        return self._bar is not None
