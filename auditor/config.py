@@ -26,6 +26,7 @@ __all__ = [
     "IVFIndexConfig",
     "IndexConfig",
     "IngestConfig",
+    "JudgeConfig",
     "OpenAIGeneratorConfig",
     "PipelineConfig",
     "PromptConfig",
@@ -35,6 +36,7 @@ __all__ = [
     "apply_overrides",
     "config_sha256",
     "format_validation_error",
+    "load_judge",
     "load_pipeline",
     "parse_set_option",
     "resolve_pipeline_path",
@@ -229,6 +231,63 @@ class PipelineConfig(_Model):
     )
 
 
+JudgeMetric = Literal["faithfulness", "context_precision", "answer_relevancy", "context_recall"]
+
+
+ALL_JUDGE_METRICS: tuple[JudgeMetric, ...] = (
+    "faithfulness",
+    "context_precision",
+    "answer_relevancy",
+    "context_recall",
+)
+
+
+def _all_judge_metrics() -> list[JudgeMetric]:
+    return list(ALL_JUDGE_METRICS)
+
+
+def _default_judge_generator() -> VLLMGeneratorConfig:
+    return VLLMGeneratorConfig(
+        kind="vllm",
+        model="qwen2.5-coder-1.5b-instruct",
+        kv_cache_gib=2,
+        sampling=SamplingConfig(max_tokens=512, temperature=0.0),
+        # small models pad JSON with spaces until max_tokens unless the engine forbids it
+        engine_args={
+            "structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True}
+        },
+    )
+
+
+class JudgeConfig(_Model):
+    """The model that checks claims, and how (`--judge JUDGE.toml`)."""
+
+    name: str = Field("qwen-1.5b-cpu-judge", description="Shown in reports next to verdicts.")
+    generator: GeneratorConfig = Field(
+        default_factory=_default_judge_generator,
+        description="Judge model and backend; output is constrained to JSON schemas.",
+    )
+    metrics: list[JudgeMetric] = Field(
+        default_factory=_all_judge_metrics,
+        description="Metrics to compute; context_recall needs references.",
+    )
+    claims_per_call: int = Field(4, ge=1, le=16, description="Claims verified per judge call.")
+    chunks_per_claim: int = Field(
+        2,
+        ge=1,
+        le=20,
+        description="Each claim is verified against its most similar retrieved chunks only.",
+    )
+    max_claims: int = Field(16, ge=1, le=64, description="Most claims taken from one answer.")
+    max_answer_chars: int = Field(
+        6000, ge=200, description="Longer answers are checked on their first part only."
+    )
+    retries: int = Field(2, ge=0, le=5, description="Re-asks after unparseable judge output.")
+    answers_per_batch: int = Field(
+        16, ge=1, description="Answers checked together; checks.jsonl grows by this many."
+    )
+
+
 def resolve_pipeline_path(name_or_path: str, search_dir: Path = Path("pipelines")) -> Path:
     """A path as given, or `pipelines/NAME.toml` for a bare name."""
     path = Path(name_or_path)
@@ -289,6 +348,22 @@ def format_validation_error(source: str, error: ValidationError) -> str:
             msg = err["msg"]
         lines.append(f"{source}: {loc or '(top level)'}: {msg}")
     return "\n".join(lines)
+
+
+def load_judge(path: Path | None, overrides: dict[str, Any] | None = None) -> JudgeConfig:
+    """The judge config from a TOML file, or the built-in CPU default."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise BadInput(f"{path}: cannot read judge file ({exc.strerror})") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise BadInput(f"{path}: invalid TOML: {exc}") from exc
+    try:
+        return JudgeConfig.model_validate(apply_overrides(data, overrides or {}))
+    except ValidationError as exc:
+        raise BadInput(format_validation_error(str(path or "(default judge)"), exc)) from exc
 
 
 def load_pipeline(path: Path, overrides: dict[str, Any] | None = None) -> PipelineConfig:

@@ -18,6 +18,7 @@ from auditor.ingest.manifest import write_json_atomic
 __all__ = [
     "RUN_SCHEMA_VERSION",
     "RecordWriter",
+    "read_jsonl",
     "read_records",
     "read_run_manifest",
     "write_run_manifest",
@@ -51,8 +52,13 @@ def write_run_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
 
 
 def read_records(run_dir: Path, repair: bool = False) -> list[dict[str, Any]]:
-    """Every complete record; with `repair`, a torn last line (crash mid-write) is cut off."""
-    path = run_dir / RECORDS
+    """Every complete record of a run dir (see `read_jsonl`)."""
+    return read_jsonl(run_dir / RECORDS, repair=repair)
+
+
+def read_jsonl(path: Path, repair: bool = False) -> list[dict[str, Any]]:
+    """Every complete line of an append-only JSONL artifact; with `repair`, a torn last line
+    (a crash mid-write) is cut off so that appending resumes cleanly."""
     if not path.exists():
         return []
     records: list[dict[str, Any]] = []
@@ -80,10 +86,10 @@ def read_records(run_dir: Path, repair: bool = False) -> list[dict[str, Any]]:
 
 
 class RecordWriter:
-    """Appends records to `records.jsonl`, one flushed line each."""
+    """Appends rows to a JSONL artifact (`records.jsonl` by default), one fsynced line each."""
 
-    def __init__(self, run_dir: Path) -> None:
-        self._handle: IO[str] = (run_dir / RECORDS).open("a", encoding="utf-8")
+    def __init__(self, run_dir: Path, name: str = RECORDS) -> None:
+        self._handle: IO[str] = (run_dir / name).open("a", encoding="utf-8")
 
     def write(self, record: dict[str, Any]) -> None:
         self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -17,7 +17,7 @@ import numpy as np
 from auditor.generate.base import GenerationStats, Generator, GenRequest, GenResult, OnResult
 from auditor.ingest.embed import EmbedderIdentity
 
-__all__ = ["FakeEmbedder", "FakeGenerator", "SharedGenerator"]
+__all__ = ["FakeEmbedder", "FakeGenerator", "FakeJudge", "SharedGenerator"]
 
 _WORD = re.compile(r"\w+")
 
@@ -178,3 +178,101 @@ class SharedGenerator:
 
     def close(self) -> None:
         """Left open on purpose; the owner closes `inner`."""
+
+
+class FakeJudge:
+    """A deterministic judge that reads the prompts it gets (word overlap decides).
+
+    Claims are the answer's sentences; a claim is "true" for a passage holding 80 % of its
+    words, "false" when the passage holds its words but not its numbers, else "unknown".
+    `garbage_for` makes calls whose key contains one of its strings return invalid JSON
+    (`garbage_times` times each), to exercise retries and unverifiable verdicts.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[Any] = []
+        self.garbage_for: tuple[str, ...] = ()
+        self.garbage_times = 10**6
+        self._garbage_sent: dict[str, int] = {}
+
+    def identity(self) -> dict[str, Any]:
+        return {"name": "fake-judge", "backend": "fake"}
+
+    def close(self) -> None:
+        """Nothing to free."""
+
+    def complete(self, calls: Sequence[Any]) -> list[Any]:
+        import json
+
+        from auditor.verify.base import JudgeReply
+
+        replies = []
+        for call in calls:
+            self.calls.append(call)
+            reply = JudgeReply(key=call.key, prompt_tokens=len(call.prompt) // 4)
+            if any(part in call.key for part in self.garbage_for):
+                sent = self._garbage_sent.get(call.key, 0)
+                if sent < self.garbage_times:
+                    self._garbage_sent[call.key] = sent + 1
+                    reply.text, reply.completion_tokens = '{"statements": [', 5
+                    replies.append(reply)
+                    continue
+            reply.text = json.dumps(self._answer(call))
+            reply.completion_tokens = len(reply.text) // 4
+            replies.append(reply)
+        return replies
+
+    def _answer(self, call: Any) -> dict[str, Any]:
+        import json
+
+        title = call.schema.get("title", "")
+        if "results" in call.schema.get("properties", {}):
+            passage, _, listed = call.prompt.partition("\n\nClaims:\n")
+            passage = passage.split("Passage:\n", 1)[1]
+            claims = [line.split(". ", 1)[1] for line in listed.strip().splitlines()]
+            return {"results": [self._verdict(claim, passage) for claim in claims]}
+        data = json.loads(call.prompt.rsplit("input: ", 1)[1].rsplit("Output:", 1)[0])
+        if title == "StatementGeneratorOutput":
+            return {
+                "statements": [
+                    s.strip() for s in re.split(r"(?<=[.!?])\s+", data["answer"]) if s.strip()
+                ]
+            }
+        if title == "ContextPrecisionOutput":
+            shared = _words(data["context"]) & _words(data["answer"])
+            return {"reason": "word overlap", "verdict": int(len(shared) >= 3)}
+        if title == "AnswerRelevanceOutput":
+            return {"question": data["response"], "noncommittal": 0}
+        if title == "ContextRecallOutput":
+            sentences = [s for s in re.split(r"(?<=[.!?])\s+", data["answer"]) if s.strip()]
+            context = _words(data["context"])
+            return {
+                "classifications": [
+                    {"statement": s, "reason": "overlap", "attributed": int(_words(s) <= context)}
+                    for s in sentences
+                ]
+            }
+        raise ValueError(f"FakeJudge cannot answer a {title or 'schema'} call")
+
+    @staticmethod
+    def _verdict(claim: str, passage: str) -> dict[str, str]:
+        words, text = _words(claim), _words(passage)
+        numbers = {w for w in words if any(ch.isdigit() for ch in w)}
+        share = len(words & text) / len(words) if words else 0.0
+        rest = words - numbers
+        if numbers and not numbers <= text:
+            # the claim's numbers differ from the passage's: a contradiction if it is on topic
+            label = "false" if rest and len(rest & text) >= 0.8 * len(rest) else "unknown"
+        elif share >= 0.8:
+            label = "true"
+        else:
+            label = "unknown"
+        return {
+            "claim": claim,
+            "reason": f"{share:.0%} of the claim's words are in the passage",
+            "label": label,
+        }
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}

@@ -44,6 +44,7 @@ def cli(verbose: int) -> None:
 
 
 def _register() -> None:
+    from auditor.cli.check_cmd import check
     from auditor.cli.config_cmd import config
     from auditor.cli.ingest import ingest
     from auditor.cli.models_cmd import models
@@ -55,6 +56,7 @@ def _register() -> None:
     cli.add_command(config)
     cli.add_command(models)
     cli.add_command(run)
+    cli.add_command(check)
 
 
 _register()

@@ -227,6 +227,10 @@ class OpenAIServerGenerator:
         self._healthy = healthy
         self._served = served
 
+    def headers(self) -> dict[str, str]:
+        """HTTP headers every request carries (the API key, when there is one)."""
+        return dict(self._headers)
+
     def identity(self) -> dict[str, Any]:
         if self._healthy is None:
             self._probe()

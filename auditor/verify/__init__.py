@@ -1,0 +1,1 @@
+"""Claim verification: claims, verdicts and RAGAS metrics for every answer (checks.jsonl)."""
