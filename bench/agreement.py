@@ -62,6 +62,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="Run dir to write/resume (default: a temp dir).")
     parser.add_argument("--judge", type=Path)
     parser.add_argument("--set", dest="set_items", action="append", default=[])
+    parser.add_argument(
+        "--stock",
+        action="store_true",
+        help="Also judge the same claims the stock RAGAS way (all contexts joined, one call) "
+        "and compare tokens per claim and agreement.",
+    )
     args = parser.parse_args()
 
     rows = [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines()]
@@ -87,9 +93,80 @@ def main() -> None:
     judge = make_judge(config)
     try:
         check_items(items, out, config, judge, lambda texts: embedder.embed(texts))
+        checks = read_jsonl(out / "checks.jsonl")
+        stock = stock_verdicts(judge, items, checks) if args.stock else None
     finally:
         judge.close()
-    report(gold, read_jsonl(out / "checks.jsonl"), config.name, out)
+    report(gold, checks, config.name, out)
+    if stock is not None:
+        report_stock(gold, checks, stock)
+
+
+def stock_verdicts(judge: Any, items: list[Any], checks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Stock RAGAS Faithfulness step 2 on our claims: one NLI call over the joined contexts."""
+    from auditor.verify import ragas_judge as ragas
+    from auditor.verify.base import JudgeCall
+
+    by_id = {item.id: item for item in items}
+    calls, owners = [], []
+    for row in checks:
+        claims = [c["text"] for c in row["claims"]]
+        item = by_id.get(row["id"])
+        if not claims or item is None:
+            continue
+        prompt, model = ragas.nli_prompt("\n".join(t for _, t in item.chunks), claims)
+        schema = ragas.bounded_schema(model, len(claims), 300)
+        schema["properties"]["statements"]["minItems"] = len(claims)
+        calls.append(JudgeCall(f"nli|{row['id']}", prompt, schema, 200 * len(claims) + 50))
+        owners.append((row["id"], model))
+    results: dict[str, Any] = {}
+    for (owner, model), reply in zip(owners, judge.complete(calls), strict=True):
+        try:
+            parsed = model.model_validate_json(reply.text)
+            verdicts = [int(s.verdict) for s in parsed.statements]
+        except ValueError:
+            verdicts = None
+        results[owner] = {
+            "verdicts": verdicts,
+            "tokens": reply.prompt_tokens + reply.completion_tokens,
+        }
+    return results
+
+
+def report_stock(gold: dict[str, Any], checks: list[dict[str, Any]], stock: dict[str, Any]) -> None:
+    """Stock RAGAS verification on the same claims: agreement and tokens per claim, side by side."""
+    pairs = []
+    ours_tokens = stock_tokens = claims = failed = 0
+    for row in checks:
+        if row["id"] not in gold:
+            continue
+        stages = row["judge"].get("stages", {})
+        statements = stages.get("statements", {})
+        shared = statements.get("prompt_tokens", 0) + statements.get("completion_tokens", 0)
+        verify = stages.get("verify", {})
+        n = len(row["claims"])
+        claims += n
+        ours_tokens += shared + verify.get("prompt_tokens", 0) + verify.get("completion_tokens", 0)
+        entry = stock.get(row["id"])
+        if entry is None:
+            pairs.append((bool(gold[row["id"]]["hallucinated"]), bool(row["hallucinated"])))
+            stock_tokens += shared
+            continue
+        stock_tokens += shared + entry["tokens"]
+        if entry["verdicts"] is None:
+            failed += 1
+            continue
+        pairs.append(
+            (bool(gold[row["id"]]["hallucinated"]), any(v == 0 for v in entry["verdicts"]))
+        )
+    print(
+        f"stock RAGAS (joined contexts, one NLI call) on the same claims: balanced accuracy "
+        f"{balanced_accuracy(pairs):.3f} over {len(pairs)} answers ({failed} unparseable)"
+    )
+    print(
+        f"judge tokens per claim (statements + verification): ours {ours_tokens / max(1, claims):.0f}, "
+        f"stock RAGAS {stock_tokens / max(1, claims):.0f}"
+    )
 
 
 def report(gold: dict[str, Any], checks: list[dict[str, Any]], judge_name: str, out: Path) -> None:

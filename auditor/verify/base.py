@@ -66,11 +66,18 @@ class JudgeUsage:
     completion_tokens: int = 0
     seconds: float = 0.0
     failures: int = 0  # calls whose output was unusable (error or invalid JSON), retries included
+    stages: dict[str, dict[str, int]] = field(default_factory=dict)  # the same, per stage
 
-    def add(self, reply: JudgeReply) -> None:
+    def add(self, reply: JudgeReply, stage: str) -> None:
         self.calls += 1
         self.prompt_tokens += reply.prompt_tokens
         self.completion_tokens += reply.completion_tokens
+        counts = self.stages.setdefault(
+            stage, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        )
+        counts["calls"] += 1
+        counts["prompt_tokens"] += reply.prompt_tokens
+        counts["completion_tokens"] += reply.completion_tokens
 
 
 @dataclass

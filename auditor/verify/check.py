@@ -129,7 +129,7 @@ class _Asker:
             retry = []
             for (call, model, owner), reply in zip(pending, replies, strict=True):
                 usage = self.usage[owner]
-                usage.add(reply)
+                usage.add(reply, _stage(call.key))
                 usage.seconds += (
                     elapsed * (reply.prompt_tokens + reply.completion_tokens) / total_tokens
                 )
@@ -140,6 +140,21 @@ class _Asker:
                     retry.append((call, model, owner))
             pending = retry
         return results
+
+
+_STAGES = {
+    "statements": "statements",
+    "verify": "verify",
+    "cp-answer": "context_precision",
+    "cp-reference": "context_precision_with_reference",
+    "relevancy": "answer_relevancy",
+    "recall": "context_recall",
+}
+
+
+def _stage(key: str) -> str:
+    """The stage a call key belongs to: `verify|...|ID` -> "verify" (ids may hold any text)."""
+    return _STAGES.get(key.split("|", 1)[0], "other")
 
 
 def _cosine_rank(
@@ -245,7 +260,7 @@ def _check_batch(
                 item.question, item.answer[: config.max_answer_chars]
             )
             schema = ragas.bounded_schema(model, config.max_claims, 300)
-            calls.append((JudgeCall(f"{item.id}|statements", prompt, schema, 900), model, item.id))
+            calls.append((JudgeCall(f"statements|{item.id}", prompt, schema, 900), model, item.id))
         if outcome in {"generation_error", "empty_answer"} or not item.chunks:
             continue
         if "context_precision" in wanted:
@@ -258,7 +273,7 @@ def _check_batch(
                     schema = ragas.bounded_schema(model, 4, 300)
                     calls.append(
                         (
-                            JudgeCall(f"{item.id}|cp-{label}|{rank}", prompt, schema, 200),
+                            JudgeCall(f"cp-{label}|{rank}|{item.id}", prompt, schema, 200),
                             model,
                             item.id,
                         )
@@ -268,7 +283,7 @@ def _check_batch(
             calls.append(
                 (
                     JudgeCall(
-                        f"{item.id}|relevancy", prompt, ragas.bounded_schema(model, 4, 300), 200
+                        f"relevancy|{item.id}", prompt, ragas.bounded_schema(model, 4, 300), 200
                     ),
                     model,
                     item.id,
@@ -278,7 +293,7 @@ def _check_batch(
             context = "\n".join(text for _, text in item.chunks)
             prompt, model = ragas.context_recall_prompt(item.question, context, item.reference)
             schema = ragas.bounded_schema(model, 12, 300)
-            calls.append((JudgeCall(f"{item.id}|recall", prompt, schema, 900), model, item.id))
+            calls.append((JudgeCall(f"recall|{item.id}", prompt, schema, 900), model, item.id))
     first = asker.ask(calls)
 
     # Stage 2: each claim against its most similar chunks.
@@ -288,10 +303,10 @@ def _check_batch(
     plans: dict[str, tuple[str, list[int], str]] = {}  # call key -> (item id, claim idx, chunk id)
     result_model = ClaimResults
     for item in batch:
-        if f"{item.id}|statements" not in first:
+        if f"statements|{item.id}" not in first:
             claims[item.id] = []
             continue
-        parsed = first[f"{item.id}|statements"]
+        parsed = first[f"statements|{item.id}"]
         if parsed is None:
             failures[item.id].append("statements: no valid judge output after retries")
             claims[item.id] = []
@@ -312,7 +327,7 @@ def _check_batch(
             chunk_id, chunk_text = item.chunks[chunk_index]
             for part in range(0, len(claim_indices), config.claims_per_call):
                 group = claim_indices[part : part + config.claims_per_call]
-                key = f"{item.id}|verify|{chunk_index}|{part}"
+                key = f"verify|{chunk_index}|{part}|{item.id}"
                 prompt = verification_prompt(chunk_text, [texts[i] for i in group])
                 call = JudgeCall(
                     key, prompt, verification_schema(len(group)), 160 * len(group) + 40
@@ -381,7 +396,7 @@ def _row(
         verdicts: list[int] = []
         rows: list[dict[str, Any]] = []
         for rank, (chunk_id, _) in enumerate(item.chunks):
-            key = f"{item.id}|cp-{label}|{rank}"
+            key = f"cp-{label}|{rank}|{item.id}"
             if key not in first:
                 return None, []
             parsed = first[key]
@@ -400,18 +415,18 @@ def _row(
     cp, cp_rows = precision("answer")
     cp_ref, cp_ref_rows = precision("reference")
     relevancy = None
-    parsed = first.get(f"{item.id}|relevancy")
+    parsed = first.get(f"relevancy|{item.id}")
     if parsed is not None:
         vectors = embed([item.question, parsed.question])  # type: ignore[attr-defined]
         relevancy = 0.0 if parsed.noncommittal else max(0.0, float(vectors[0] @ vectors[1]))  # type: ignore[attr-defined]
-    elif f"{item.id}|relevancy" in first:
+    elif f"relevancy|{item.id}" in first:
         failures.append("answer relevancy: no valid judge output after retries")
     recall = None
-    parsed = first.get(f"{item.id}|recall")
+    parsed = first.get(f"recall|{item.id}")
     if parsed is not None:
         found = [c.attributed for c in parsed.classifications]  # type: ignore[attr-defined]
         recall = sum(1 for a in found if a) / len(found) if found else None
-    elif f"{item.id}|recall" in first:
+    elif f"recall|{item.id}" in first:
         failures.append("context recall: no valid judge output after retries")
     if outcome == "checked" and failures and not claims:
         outcome = "judge_failed"
@@ -442,6 +457,7 @@ def _row(
             "completion_tokens": usage.completion_tokens,
             "seconds": round(usage.seconds, 4),
             "failures": usage.failures,
+            "stages": usage.stages,
         },
         "judge_failures": failures,
     }

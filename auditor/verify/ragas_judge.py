@@ -21,6 +21,7 @@ __all__ = [
     "bounded_schema",
     "context_precision_prompt",
     "context_recall_prompt",
+    "nli_prompt",
     "relevance_prompt",
     "statements_prompt",
 ]
@@ -44,6 +45,15 @@ def statements_prompt(question: str, answer: str) -> tuple[str, type[BaseModel]]
         util.StatementGeneratorInput(question=question, answer=answer)
     )
     return prompt, util.StatementGeneratorOutput
+
+
+def nli_prompt(contexts: str, statements: list[str]) -> tuple[str, type[BaseModel]]:
+    """Stock RAGAS Faithfulness step 2: every statement against the joined contexts at once."""
+    util = _faithfulness_util()
+    prompt = util.NLIStatementPrompt().to_string(
+        util.NLIStatementInput(context=contexts, statements=statements)
+    )
+    return prompt, util.NLIStatementOutput
 
 
 def context_precision_prompt(

@@ -66,6 +66,8 @@ def test_each_claim_gets_a_verdict_span_reason_and_its_source(tmp_path: Path) ->
     assert summary.hallucination_rate == pytest.approx(2 / 3)
     judge = rows["a"]["judge"]
     assert judge["calls"] > 0 and judge["prompt_tokens"] > 0 and judge["failures"] == 0
+    assert judge["stages"]["statements"]["calls"] == 1 and judge["stages"]["verify"]["calls"] >= 2
+    assert sum(stage["calls"] for stage in judge["stages"].values()) == judge["calls"]
 
 
 def test_a_claim_is_only_attributed_to_chunks_that_support_it(tmp_path: Path) -> None:
@@ -133,14 +135,14 @@ def test_long_answer_is_checked_on_its_first_part(tmp_path: Path) -> None:
 def test_garbage_judge_output_is_retried_then_unverifiable_never_nan(tmp_path: Path) -> None:
     """Invalid JSON is re-asked; once retries run out the claim is unverifiable and counted."""
     judge = FakeJudge()
-    judge.garbage_for = ("|verify|",)
+    judge.garbage_for = ("verify|",)
     judge.garbage_times = 1
     _, rows = _check([_item("a", WARRANTY)], tmp_path, judge=judge, retries=2)
     assert rows["a"]["claims"][0]["verdict"] == "supported"  # recovered on the retry
     assert rows["a"]["judge"]["failures"] >= 1
 
     judge = FakeJudge()
-    judge.garbage_for = ("|verify|",)
+    judge.garbage_for = ("verify|",)
     _, rows = _check([_item("b", WARRANTY)], tmp_path / "b", judge=judge, retries=1)
     claim = rows["b"]["claims"][0]
     assert claim["verdict"] == "unverifiable" and rows["b"]["faithfulness"] is None
@@ -152,7 +154,7 @@ def test_garbage_judge_output_is_retried_then_unverifiable_never_nan(tmp_path: P
 def test_statement_failure_is_recorded(tmp_path: Path) -> None:
     """When no claims can be extracted the answer is judge_failed, not silently faithful."""
     judge = FakeJudge()
-    judge.garbage_for = ("|statements",)
+    judge.garbage_for = ("statements|",)
     _, rows = _check([_item("a", WARRANTY)], tmp_path, judge=judge, retries=1)
     assert rows["a"]["outcome"] == "judge_failed" and rows["a"]["faithfulness"] is None
 
@@ -164,7 +166,7 @@ def test_check_resumes_and_refuses_another_judge(tmp_path: Path) -> None:
     judge = FakeJudge()
     summary, rows = _check(items, tmp_path, judge=judge)
     assert sorted(rows) == ["a", "b"] and summary.skipped == 1 and summary.answers == 2
-    assert all(not call.key.startswith("a|") for call in judge.calls)
+    assert all(not call.key.endswith("|a") for call in judge.calls)
     with pytest.raises(BadInput, match="another judge configuration"):
         _check(items, tmp_path, claims_per_call=2)
 
