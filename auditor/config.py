@@ -231,7 +231,9 @@ class PipelineConfig(_Model):
     )
 
 
-JudgeMetric = Literal["faithfulness", "context_precision", "answer_relevancy", "context_recall"]
+JudgeMetric = Literal[
+    "faithfulness", "context_precision", "answer_relevancy", "context_recall", "answer_correctness"
+]
 
 
 ALL_JUDGE_METRICS: tuple[JudgeMetric, ...] = (
@@ -239,6 +241,7 @@ ALL_JUDGE_METRICS: tuple[JudgeMetric, ...] = (
     "context_precision",
     "answer_relevancy",
     "context_recall",
+    "answer_correctness",
 )
 
 
@@ -269,7 +272,7 @@ class JudgeConfig(_Model):
     )
     metrics: list[JudgeMetric] = Field(
         default_factory=_all_judge_metrics,
-        description="Metrics to compute; context_recall needs references.",
+        description="Metrics to compute; context_recall and answer_correctness need references.",
     )
     claims_per_call: int = Field(4, ge=1, le=16, description="Claims verified per judge call.")
     chunks_per_claim: int = Field(

@@ -252,6 +252,21 @@ class FakeJudge:
                     for s in sentences
                 ]
             }
+        if title == "ClassificationWithReason":
+            truth = data["ground_truth"]
+
+            def matches(statement: str, others: list[str]) -> bool:
+                words = _words(statement)
+                return any(len(words & _words(o)) >= 0.8 * len(words) for o in others)
+
+            def listed(statements: list[str]) -> list[dict[str, str]]:
+                return [{"statement": st, "reason": "word overlap"} for st in statements]
+
+            return {
+                "TP": listed([a for a in data["answer"] if matches(a, truth)]),
+                "FP": listed([a for a in data["answer"] if not matches(a, truth)]),
+                "FN": listed([t for t in truth if not matches(t, data["answer"])]),
+            }
         raise ValueError(f"FakeJudge cannot answer a {title or 'schema'} call")
 
     @staticmethod

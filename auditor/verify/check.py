@@ -149,6 +149,8 @@ _STAGES = {
     "cp-reference": "context_precision_with_reference",
     "relevancy": "answer_relevancy",
     "recall": "context_recall",
+    "refstatements": "answer_correctness",
+    "correctness": "answer_correctness",
 }
 
 
@@ -261,6 +263,16 @@ def _check_batch(
             )
             schema = ragas.bounded_schema(model, config.max_claims, 300)
             calls.append((JudgeCall(f"statements|{item.id}", prompt, schema, 900), model, item.id))
+        if (
+            "answer_correctness" in wanted
+            and item.reference
+            and outcome not in {"generation_error", "empty_answer"}
+        ):
+            prompt, model = ragas.statements_prompt(item.question, item.reference)
+            schema = ragas.bounded_schema(model, config.max_claims, 300)
+            calls.append(
+                (JudgeCall(f"refstatements|{item.id}", prompt, schema, 900), model, item.id)
+            )
         if outcome in {"generation_error", "empty_answer"} or not item.chunks:
             continue
         if "context_precision" in wanted:
@@ -314,6 +326,14 @@ def _check_batch(
         statements: list[str] = getattr(parsed, "statements", [])
         texts = list(dict.fromkeys(s.strip() for s in statements if s.strip()))[: config.max_claims]
         claims[item.id] = [Claim(text=t, span=align_span(t, item.answer)) for t in texts]
+        reference_parsed = first.get(f"refstatements|{item.id}")
+        reference_statements: list[str] = getattr(reference_parsed, "statements", [])
+        if texts and reference_statements:
+            prompt, model = ragas.correctness_prompt(item.question, texts, reference_statements)
+            schema = ragas.bounded_schema(model, config.max_claims, 300)
+            verify_calls.append(
+                (JudgeCall(f"correctness|{item.id}", prompt, schema, 1500), model, item.id)
+            )
         if not texts or not item.chunks:
             for claim in claims[item.id]:
                 claim.verdict, claim.reason = "unsupported", "no retrieved context to support it"
@@ -372,7 +392,7 @@ def _check_batch(
                 item,
                 outcomes[item.id],
                 claims[item.id],
-                first,
+                first | second,
                 usage[item.id],
                 failures[item.id],
                 embed,
@@ -428,6 +448,21 @@ def _row(
         recall = sum(1 for a in found if a) / len(found) if found else None
     elif f"recall|{item.id}" in first:
         failures.append("context recall: no valid judge output after retries")
+    correctness = None
+    if f"refstatements|{item.id}" in first and item.reference:
+        classification = first.get(f"correctness|{item.id}")
+        reference_statements = getattr(first.get(f"refstatements|{item.id}"), "statements", None)
+        if classification is not None:
+            factuality = ragas.correctness_f1(classification)
+        elif f"correctness|{item.id}" in first or reference_statements is None:
+            factuality = None
+            failures.append("answer correctness: no valid judge output after retries")
+        else:
+            factuality = 1.0  # RAGAS: no statements on one side counts as a match
+        if factuality is not None:
+            vectors = embed([item.answer, item.reference])
+            similarity = max(0.0, float(vectors[0] @ vectors[1]))
+            correctness = 0.75 * factuality + 0.25 * similarity  # RAGAS default weights
     if outcome == "checked" and failures and not claims:
         outcome = "judge_failed"
     counts = {
@@ -450,7 +485,7 @@ def _row(
         "context_verdicts_with_reference": cp_ref_rows,
         "answer_relevancy": relevancy,
         "context_recall": recall,
-        "answer_correctness": None,  # not computed yet: see the README
+        "answer_correctness": correctness,
         "judge": {
             "calls": usage.calls,
             "prompt_tokens": usage.prompt_tokens,

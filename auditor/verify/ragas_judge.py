@@ -21,6 +21,8 @@ __all__ = [
     "bounded_schema",
     "context_precision_prompt",
     "context_recall_prompt",
+    "correctness_f1",
+    "correctness_prompt",
     "nli_prompt",
     "relevance_prompt",
     "statements_prompt",
@@ -86,6 +88,29 @@ def context_recall_prompt(
         util.ContextRecallInput(question=question, context=contexts, answer=reference)
     )
     return prompt, util.ContextRecallOutput
+
+
+def correctness_prompt(
+    question: str, answer_statements: list[str], reference_statements: list[str]
+) -> tuple[str, type[BaseModel]]:
+    """RAGAS answer correctness: answer statements vs reference statements as TP / FP / FN."""
+    from ragas.metrics.collections.answer_correctness import util
+
+    prompt = util.CorrectnessClassifierPrompt().to_string(
+        util.CorrectnessClassifierInput(
+            question=question, answer=answer_statements, ground_truth=reference_statements
+        )
+    )
+    return prompt, util.ClassificationWithReason
+
+
+def correctness_f1(classification: BaseModel, beta: float = 1.0) -> float:
+    """RAGAS's F-beta over the TP / FP / FN classification."""
+    from types import SimpleNamespace
+
+    from ragas.metrics.collections.answer_correctness.metric import AnswerCorrectness
+
+    return float(AnswerCorrectness._compute_f1_score(SimpleNamespace(beta=beta), classification))  # type: ignore[arg-type]
 
 
 def average_precision(verdicts: list[int]) -> float:

@@ -101,6 +101,9 @@ def test_context_precision_relevancy_and_recall(tmp_path: Path) -> None:
     assert row["context_precision"] == pytest.approx(0.5, abs=1e-6)
     assert row["context_precision_with_reference"] is not None
     assert 0.0 < row["answer_relevancy"] <= 1.0 and row["context_recall"] == 1.0
+    # one answer statement, matching the one reference statement: F1 = 1, plus similarity
+    assert 0.75 < row["answer_correctness"] <= 1.0
+    assert row["judge"]["stages"]["answer_correctness"]["calls"] == 2
 
 
 @pytest.mark.parametrize(
