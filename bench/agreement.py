@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import random
 import tempfile
 from pathlib import Path
@@ -31,6 +32,7 @@ from auditor.store import read_jsonl
 from auditor.verify.check import check_items, import_answers
 from auditor.verify.judges import make_judge
 
+os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
 DEV = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "ragtruth-qa" / "dev.jsonl"
 
 
