@@ -27,8 +27,19 @@ from auditor.errors import BadInput
 from auditor.ingest.manifest import utc_now, write_json_atomic
 from auditor.store import RecordWriter, read_jsonl
 from auditor.verify.base import Claim, Judge, JudgeCall, JudgeReply, JudgeUsage
-from auditor.verify.claims import align_span, answer_outcome, combine_chunk_labels, faithfulness
-from auditor.verify.prompts import ClaimResults, verification_prompt, verification_schema
+from auditor.verify.claims import (
+    align_span,
+    answer_outcome,
+    combine_chunk_labels,
+    faithfulness,
+    sentence_spans,
+)
+from auditor.verify.prompts import (
+    ClaimResults,
+    evidence_in_passage,
+    verification_prompt,
+    verification_schema,
+)
 
 __all__ = ["CHECKS", "AnswerItem", "CheckSummary", "check_items", "items_from_run"]
 
@@ -262,6 +273,7 @@ def _check_batch(
                 item.question, item.answer[: config.max_answer_chars]
             )
             schema = ragas.bounded_schema(model, config.max_claims, 300)
+            schema["properties"]["statements"]["minItems"] = 1  # a non-empty answer says something
             calls.append((JudgeCall(f"statements|{item.id}", prompt, schema, 900), model, item.id))
         if (
             "answer_correctness" in wanted
@@ -313,6 +325,7 @@ def _check_batch(
     failures: dict[str, list[str]] = {item.id: [] for item in batch}
     verify_calls: list[tuple[JudgeCall, type[BaseModel], str]] = []
     plans: dict[str, tuple[str, list[int], str]] = {}  # call key -> (item id, claim idx, chunk id)
+    chunk_text_of = {(item.id, cid): text for item in batch for cid, text in item.chunks}
     result_model = ClaimResults
     for item in batch:
         if f"statements|{item.id}" not in first:
@@ -324,6 +337,10 @@ def _check_batch(
             claims[item.id] = []
             continue
         statements: list[str] = getattr(parsed, "statements", [])
+        if not any(s.strip() for s in statements):
+            # the judge found no statement: fall back to the answer's own sentences
+            body = item.answer[: config.max_answer_chars]
+            statements = [body[a:b] for a, b in sentence_spans(body)]
         texts = list(dict.fromkeys(s.strip() for s in statements if s.strip()))[: config.max_claims]
         claims[item.id] = [Claim(text=t, span=align_span(t, item.answer)) for t in texts]
         reference_parsed = first.get(f"refstatements|{item.id}")
@@ -368,8 +385,21 @@ def _check_batch(
             if results is None or len(results) != len(group):
                 labels.setdefault(slot, {})[chunk_id] = "error"
                 continue
-            labels.setdefault(slot, {})[chunk_id] = results[position].label
-            reasons.setdefault(slot, {})[chunk_id] = results[position].reason
+            result = results[position]
+            label = result.label
+            if label == "true" and not evidence_in_passage(
+                result.evidence, chunk_text_of[(item_id, chunk_id)]
+            ):
+                label = "unknown"  # support must be quoted from the passage, not invented
+                reason = f"quoted evidence is not in the passage: {result.evidence}"
+            else:
+                reason = (
+                    result.evidence
+                    if result.evidence.strip().lower() != "none"
+                    else "the passage does not state it"
+                )
+            labels.setdefault(slot, {})[chunk_id] = label
+            reasons.setdefault(slot, {})[chunk_id] = reason
 
     rows = []
     for item in batch:

@@ -231,3 +231,33 @@ def test_cli_check_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert "claims 2: 1 supported, 1 unsupported, 0 contradicted, 0 unverifiable" in result.stdout
     result = CliRunner().invoke(cli, ["check", str(tmp_path / "nope"), "-q"])
     assert result.exit_code == 2 and "records.jsonl: missing" in result.stderr
+
+
+class _Credulous(FakeJudge):
+    """Calls every claim true and invents its evidence (what small judges do)."""
+
+    @staticmethod
+    def _verdict(claim: str, passage: str) -> dict[str, str]:
+        return {
+            "claim": claim,
+            "evidence": "The passage clearly confirms this statement in full.",
+            "label": "true",
+        }
+
+
+def test_support_needs_evidence_quoted_from_the_passage(tmp_path: Path) -> None:
+    """A 'true' whose quoted evidence is not in the passage is not accepted as support."""
+    _, rows = _check([_item("a", "Shipping is free on Mondays.")], tmp_path, judge=_Credulous())
+    claim = rows["a"]["claims"][0]
+    assert claim["verdict"] == "unsupported" and claim["supporting_chunks"] == []
+    assert claim["reason"].startswith("quoted evidence is not in the passage")
+
+
+def test_evidence_matching() -> None:
+    """Quotes match word runs of the passage, tolerant of punctuation and case."""
+    from auditor.verify.prompts import evidence_in_passage
+
+    passage = "Returns: unopened items can be returned within 30 days of delivery. Fees apply."
+    assert evidence_in_passage("Unopened items can be returned within 30 days of delivery", passage)
+    assert not evidence_in_passage("Items can be returned within 90 days", passage)
+    assert not evidence_in_passage("none", passage)
