@@ -32,6 +32,7 @@ from auditor.verify.claims import (
     answer_outcome,
     combine_chunk_labels,
     faithfulness,
+    missing_details,
     sentence_spans,
 )
 from auditor.verify.prompts import (
@@ -326,6 +327,7 @@ def _check_batch(
     verify_calls: list[tuple[JudgeCall, type[BaseModel], str]] = []
     plans: dict[str, tuple[str, list[int], str]] = {}  # call key -> (item id, claim idx, chunk id)
     chunk_text_of = {(item.id, cid): text for item in batch for cid, text in item.chunks}
+    claim_text_of: dict[tuple[str, int], str] = {}
     result_model = ClaimResults
     for item in batch:
         if f"statements|{item.id}" not in first:
@@ -343,6 +345,7 @@ def _check_batch(
             statements = [body[a:b] for a, b in sentence_spans(body)]
         texts = list(dict.fromkeys(s.strip() for s in statements if s.strip()))[: config.max_claims]
         claims[item.id] = [Claim(text=t, span=align_span(t, item.answer)) for t in texts]
+        claim_text_of.update({(item.id, i): t for i, t in enumerate(texts)})
         reference_parsed = first.get(f"refstatements|{item.id}")
         reference_statements: list[str] = getattr(reference_parsed, "statements", [])
         if texts and reference_statements:
@@ -387,11 +390,14 @@ def _check_batch(
                 continue
             result = results[position]
             label = result.label
-            if label == "true" and not evidence_in_passage(
-                result.evidence, chunk_text_of[(item_id, chunk_id)]
-            ):
+            passage = chunk_text_of[(item_id, chunk_id)]
+            absent = missing_details(claim_text_of[slot], passage) if label == "true" else []
+            if label == "true" and not evidence_in_passage(result.evidence, passage):
                 label = "unknown"  # support must be quoted from the passage, not invented
                 reason = f"quoted evidence is not in the passage: {result.evidence}"
+            elif absent:
+                label = "unknown"  # a passage cannot support figures or names it never mentions
+                reason = f"the passage never mentions {', '.join(absent[:3])}"
             else:
                 reason = (
                     result.evidence

@@ -13,6 +13,7 @@ __all__ = [
     "combine_chunk_labels",
     "faithfulness",
     "is_refusal",
+    "missing_details",
     "sentence_spans",
 ]
 
@@ -112,3 +113,25 @@ def faithfulness(claims: Sequence[Claim]) -> float | None:
     if not judged:
         return None
     return sum(c.verdict == "supported" for c in judged) / len(judged)
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z]{2,}\b")
+
+
+def missing_details(claim: str, passage: str) -> list[str]:
+    """Numbers and names in a claim that the passage never mentions.
+
+    A passage cannot support a claim whose figures or names it does not contain, whatever a
+    small judge says; this catches the commonest hallucination, a detail added from nowhere.
+    Names are capitalised words not at the start of the claim.
+    """
+    text = passage.lower()
+    numbers = set(re.findall(r"\d+", passage.replace(",", "")))  # 1,299 == 1299
+    missing = [
+        n
+        for n in _NUMBER.findall(claim)
+        if not set(re.findall(r"\d+", n.replace(",", ""))) <= numbers
+    ]
+    missing += [w for w in _NAME.findall(claim.strip()) if w.lower() not in text]
+    return missing

@@ -261,3 +261,35 @@ def test_evidence_matching() -> None:
     assert evidence_in_passage("Unopened items can be returned within 30 days of delivery", passage)
     assert not evidence_in_passage("Items can be returned within 90 days", passage)
     assert not evidence_in_passage("none", passage)
+
+
+def test_missing_details() -> None:
+    """Figures and names absent from the passage are listed; formatting of numbers is ignored."""
+    from auditor.verify.claims import missing_details
+
+    passage = "Returns: unopened items can be returned within 30 days. Kestrel charges 15% on 1,299 orders."
+    assert missing_details("Unopened items can be returned within 30 days.", passage) == []
+    assert missing_details("Items can be returned within 45 days at Walmart.", passage) == [
+        "45",
+        "Walmart",
+    ]
+    assert missing_details("Kestrel charges 15% on 1299 orders.", passage) == []
+
+
+class _Believer(FakeJudge):
+    """Quotes a real sentence but calls everything true."""
+
+    @staticmethod
+    def _verdict(claim: str, passage: str) -> dict[str, str]:
+        return {"claim": claim, "evidence": passage, "label": "true"}
+
+
+def test_a_passage_cannot_support_a_figure_it_never_mentions(tmp_path: Path) -> None:
+    """Even when the judge says true, a claim with a number absent from the chunk is not supported."""
+    _, rows = _check(
+        [_item("a", "Unopened thermostats can be returned within 45 days of delivery.")],
+        tmp_path,
+        judge=_Believer(),
+    )
+    claim = rows["a"]["claims"][0]
+    assert claim["verdict"] == "unsupported" and "never mentions 45" in claim["reason"]
