@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from auditor.errors import BadInput
+from auditor.jsonl import iter_objects
 
 __all__ = ["Question", "load_questions"]
 
@@ -24,26 +24,10 @@ class Question:
 
 def load_questions(path: Path) -> list[Question]:
     """Read and validate a question set; BadInput naming file and line on the first problem."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError as exc:
-        raise BadInput(f"{path}: no such question file") from exc
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"{path}: not UTF-8; convert it, e.g. iconv -f latin1 -t utf-8") from exc
     questions: list[Question] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BadInput(
-                f"{where}: not valid JSON ({exc.msg}); one JSON object per line"
-            ) from exc
-        if not isinstance(row, dict):
-            raise BadInput(f"{where}: expected a JSON object with id and question")
+    for where, row in iter_objects(path, "id and question"):
+        number = int(where.rsplit(":", 1)[1])
         qid, text, reference = (
             row.pop("id", None),
             row.pop("question", None),

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 from auditor.config import JudgeConfig, config_sha256
 from auditor.errors import BadInput
 from auditor.ingest.manifest import utc_now, write_json_atomic
+from auditor.jsonl import iter_objects
 from auditor.store import RecordWriter, read_jsonl
 from auditor.verify.base import Claim, Judge, JudgeCall, JudgeReply, JudgeUsage
 from auditor.verify.claims import (
@@ -545,24 +546,12 @@ def import_answers(answers_path: Path, out_dir: Path) -> list[AnswerItem]:
     from auditor.store import read_run_manifest, write_run_manifest
 
     try:
-        raw = answers_path.read_bytes()
+        digest = hashlib.sha256(answers_path.read_bytes()).hexdigest()
     except OSError as exc:
         raise BadInput(f"{answers_path}: cannot read answers file ({exc.strerror})") from exc
-    digest = hashlib.sha256(raw).hexdigest()
     rows = []
     seen: set[str] = set()
-    for number, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{answers_path}:{number}"
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BadInput(
-                f"{where}: not valid JSON ({exc.msg}); one JSON object per line"
-            ) from exc
-        if not isinstance(data, dict):
-            raise BadInput(f"{where}: expected an object with id, question, contexts, answer")
+    for where, data in iter_objects(answers_path, "id, question, contexts, answer"):
         ident, question, contexts = data.get("id"), data.get("question"), data.get("contexts")
         answer, reference = data.get("answer"), data.get("reference")
         if not isinstance(ident, str | int) or str(ident) in seen:

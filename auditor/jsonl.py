@@ -1,0 +1,40 @@
+"""Reading JSONL inputs written by people: one object per line, errors named by file:line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from auditor.errors import BadInput
+
+__all__ = ["iter_objects"]
+
+
+def iter_objects(path: Path, fields: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(`file:line`, object) for each non-blank line; BadInput on the first bad line.
+
+    `fields` names what an object should hold, for the message (e.g. "id and question").
+    """
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError as exc:
+        raise BadInput(f"{path}: no such file") from exc
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read it ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"{path}: not UTF-8; convert it, e.g. iconv -f latin1 -t utf-8") from exc
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise BadInput(
+                f"{where}: not valid JSON ({exc.msg}); one JSON object per line"
+            ) from exc
+        if not isinstance(row, dict):
+            raise BadInput(f"{where}: expected a JSON object with {fields}")
+        yield where, row
