@@ -467,7 +467,9 @@ def _row(
             verdict = int(parsed.verdict)  # type: ignore[attr-defined]
             verdicts.append(verdict)
             rows.append({"chunk_id": chunk_id, "useful": bool(verdict), "reason": parsed.reason})  # type: ignore[attr-defined]
-        return (ragas.average_precision(verdicts) if verdicts else None), rows
+        failed = any(row["useful"] is None for row in rows)
+        # a chunk the judge could not rate leaves the score unknown rather than lowered
+        return (ragas.average_precision(verdicts) if verdicts and not failed else None), rows
 
     cp, cp_rows = precision("answer")
     cp_ref, cp_ref_rows = precision("reference")
