@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 __all__ = ["Chunk", "Document", "Hit", "Page"]
 
@@ -51,4 +51,3 @@ class Hit:
     chunk: Chunk
     score: float
     rank: int
-    extra: dict[str, object] = field(default_factory=dict)

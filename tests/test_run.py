@@ -154,6 +154,15 @@ def _invoke(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
+def _invoke_run(
+    pipeline: Path, questions: Path, index: Path, out: Path, *extra: str
+) -> tuple[int, str, str]:
+    return _invoke(
+        "run", "--pipeline", str(pipeline), "--questions", str(questions), "--index", str(index),
+        "--out", str(out), *extra,
+    )  # fmt: skip
+
+
 def test_cli_run_prints_summary(
     setup: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -165,18 +174,7 @@ def test_cli_run_prints_summary(
         'name = "fake"\n[ingest.embedder]\nmodel = "fake-words"\n'
         '[generator]\nkind = "vllm"\nmodel = "smollm2-135m-instruct"\n'
     )
-    code, out, _ = _invoke(
-        "run",
-        "--pipeline",
-        str(pipeline),
-        "--questions",
-        str(questions),
-        "--index",
-        str(index),
-        "--out",
-        str(tmp_path / "run"),
-        "-q",
-    )
+    code, out, _ = _invoke_run(pipeline, questions, index, tmp_path / "run", "-q")
     assert code == 0
     assert "fake: 3/3 answered, 0 errors" in out
     assert "tok/s" in out and "offline batch of 3" in out and "TTFT p50 100 ms, p95 100 ms" in out
@@ -219,18 +217,7 @@ def test_cli_run_bad_input(
         questions.write_text(questions_text)
     pipeline = tmp_path / "p.toml"
     pipeline.write_text(pipeline_text or PIPELINE_TOML)
-    code, out, err = _invoke(
-        "run",
-        "--pipeline",
-        str(pipeline),
-        "--questions",
-        str(questions),
-        "--index",
-        str(index),
-        "--out",
-        str(tmp_path / "run"),
-        "-q",
-    )
+    code, out, err = _invoke_run(pipeline, questions, index, tmp_path / "run", "-q")
     assert code == 2, err
     assert out == "" and err.startswith("Error: ") and err.count("\n") == 1
     import re
@@ -244,17 +231,7 @@ def test_cli_run_missing_index(tmp_path: Path) -> None:
     questions.write_text('{"id": "a", "question": "q"}\n')
     pipeline = tmp_path / "p.toml"
     pipeline.write_text(PIPELINE_TOML)
-    code, _, err = _invoke(
-        "run",
-        "--pipeline",
-        str(pipeline),
-        "--questions",
-        str(questions),
-        "--index",
-        str(tmp_path / "nope"),
-        "--out",
-        str(tmp_path / "run"),
-    )
+    code, _, err = _invoke_run(pipeline, questions, tmp_path / "nope", tmp_path / "run")
     assert code == 2 and "nope: no such index dir; create it with `auditor ingest" in err
 
 
