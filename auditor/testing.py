@@ -227,10 +227,12 @@ class FakeJudge:
 
         title = call.schema.get("title", "")
         if "results" in call.schema.get("properties", {}):
-            passage, _, listed = call.prompt.partition("\n\nClaims:\n")
-            passage = passage.split("Passage:\n", 1)[1]
+            shown, _, listed = call.prompt.partition("\n\nClaims:\n")
+            passages = [
+                block.split(":\n", 1)[1] for block in re.split(r"\n\n(?=Passage \d+:\n)", shown)[1:]
+            ]
             claims = [line.split(". ", 1)[1] for line in listed.strip().splitlines()]
-            return {"results": [self._verdict(claim, passage) for claim in claims]}
+            return {"results": [self._verdict(claim, passages) for claim in claims]}
         data = json.loads(call.prompt.rsplit("input: ", 1)[1].rsplit("Output:", 1)[0])
         if title == "StatementGeneratorOutput":
             return {
@@ -270,20 +272,21 @@ class FakeJudge:
         raise ValueError(f"FakeJudge cannot answer a {title or 'schema'} call")
 
     @staticmethod
-    def _verdict(claim: str, passage: str) -> dict[str, str]:
-        words, text = _words(claim), _words(passage)
+    def _verdict(claim: str, passages: list[str]) -> dict[str, str]:
+        """True from the passage holding the claim's words, false from one on topic with other numbers."""
+        words = _words(claim)
         numbers = {w for w in words if any(ch.isdigit() for ch in w)}
-        share = len(words & text) / len(words) if words else 0.0
         rest = words - numbers
-        if numbers and not numbers <= text:
-            # the claim's numbers differ from the passage's: a contradiction if it is on topic
-            label = "false" if rest and len(rest & text) >= 0.8 * len(rest) else "unknown"
-        elif share >= 0.8:
-            label = "true"
-        else:
-            label = "unknown"
-        evidence = passage if label != "unknown" else "none"
-        return {"claim": claim, "evidence": evidence, "label": label}
+        for passage in passages:
+            text = _words(passage)
+            share = len(words & text) / len(words) if words else 0.0
+            if (not numbers or numbers <= text) and share >= 0.8:
+                return {"claim": claim, "evidence": passage, "label": "true"}
+        for passage in passages:
+            text = _words(passage)
+            if numbers and not numbers <= text and rest and len(rest & text) >= 0.8 * len(rest):
+                return {"claim": claim, "evidence": passage, "label": "false"}
+        return {"claim": claim, "evidence": "none", "label": "unknown"}
 
 
 def _words(text: str) -> set[str]:

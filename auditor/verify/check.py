@@ -37,8 +37,9 @@ from auditor.verify.claims import (
     sentence_spans,
 )
 from auditor.verify.prompts import (
+    ClaimResult,
     ClaimResults,
-    evidence_in_passage,
+    evidence_sources,
     verification_prompt,
     verification_schema,
 )
@@ -326,7 +327,7 @@ def _check_batch(
     claims: dict[str, list[Claim]] = {}
     failures: dict[str, list[str]] = {item.id: [] for item in batch}
     verify_calls: list[tuple[JudgeCall, type[BaseModel], str]] = []
-    plans: dict[str, tuple[str, list[int], str]] = {}  # call key -> (item id, claim idx, chunk id)
+    plans: dict[str, tuple[str, list[int], list[str]]] = {}  # key -> (item, claims, chunk ids)
     chunk_text_of = {(item.id, cid): text for item in batch for cid, text in item.chunks}
     claim_text_of: dict[tuple[str, int], str] = {}
     result_model = ClaimResults
@@ -360,53 +361,44 @@ def _check_batch(
                 claim.verdict, claim.reason = "unsupported", "no retrieved context to support it"
             continue
         ranked = _cosine_rank(embed, texts, [t for _, t in item.chunks], config.chunks_per_claim)
-        by_chunk: dict[int, list[int]] = {}
+        by_passages: dict[tuple[int, ...], list[int]] = {}
         for claim_index, chunk_indices in enumerate(ranked):
-            for chunk_index in chunk_indices:
-                by_chunk.setdefault(int(chunk_index), []).append(claim_index)
-        for chunk_index, claim_indices in sorted(by_chunk.items()):
-            chunk_id, chunk_text = item.chunks[chunk_index]
+            # rank order, so calls that share a top chunk share the prompt prefix
+            by_passages.setdefault(tuple(sorted(int(i) for i in chunk_indices)), []).append(
+                claim_index
+            )
+        for passage_set, claim_indices in sorted(by_passages.items()):
+            chunk_ids = [item.chunks[i][0] for i in passage_set]
+            passages = [item.chunks[i][1] for i in passage_set]
             for part in range(0, len(claim_indices), config.claims_per_call):
                 group = claim_indices[part : part + config.claims_per_call]
-                key = f"verify|{chunk_index}|{part}|{item.id}"
-                prompt = verification_prompt(chunk_text, [texts[i] for i in group])
+                key = f"verify|{','.join(map(str, passage_set))}|{part}|{item.id}"
+                prompt = verification_prompt(passages, [texts[i] for i in group])
                 call = JudgeCall(
-                    key, prompt, verification_schema(len(group)), 160 * len(group) + 40
+                    key, prompt, verification_schema(len(group)), 180 * len(group) + 40
                 )
                 verify_calls.append((call, result_model, item.id))
-                plans[key] = (item.id, group, chunk_id)
+                plans[key] = (item.id, group, chunk_ids)
     second = asker.ask(verify_calls)
 
     labels: dict[tuple[str, int], dict[str, str]] = {}
-    reasons: dict[tuple[str, int], dict[str, str]] = {}
-    for key, (item_id, group, chunk_id) in plans.items():
+    reasons: dict[tuple[str, int], str] = {}
+    for key, (item_id, group, chunk_ids) in plans.items():
         parsed = second.get(key)
         results = parsed.results if parsed is not None else None  # type: ignore[attr-defined]
         if results is None or len(results) != len(group):
-            failures[item_id].append(f"verify {chunk_id}: no valid judge output after retries")
-        for position, claim_index in enumerate(group):
+            failures[item_id].append(
+                f"verify {', '.join(chunk_ids)}: no valid judge output after retries"
+            )
+            for claim_index in group:
+                labels[(item_id, claim_index)] = dict.fromkeys(chunk_ids, "error")
+            continue
+        passages = [chunk_text_of[(item_id, chunk_id)] for chunk_id in chunk_ids]
+        for claim_index, result in zip(group, results, strict=True):
             slot = (item_id, claim_index)
-            if results is None or len(results) != len(group):
-                labels.setdefault(slot, {})[chunk_id] = "error"
-                continue
-            result = results[position]
-            label = result.label
-            passage = chunk_text_of[(item_id, chunk_id)]
-            absent = missing_details(claim_text_of[slot], passage) if label == "true" else []
-            if label == "true" and not evidence_in_passage(result.evidence, passage):
-                label = "unknown"  # support must be quoted from the passage, not invented
-                reason = f"quoted evidence is not in the passage: {result.evidence}"
-            elif absent:
-                label = "unknown"  # a passage cannot support figures or names it never mentions
-                reason = f"the passage never mentions {', '.join(absent[:3])}"
-            else:
-                reason = (
-                    result.evidence
-                    if result.evidence.strip().lower() != "none"
-                    else "the passage does not state it"
-                )
-            labels.setdefault(slot, {})[chunk_id] = label
-            reasons.setdefault(slot, {})[chunk_id] = reason
+            labels[slot], reasons[slot] = _claim_labels(
+                claim_text_of[slot], result, chunk_ids, passages
+            )
 
     rows = []
     for item in batch:
@@ -418,10 +410,7 @@ def _check_batch(
             claim.verdict, claim.supporting_chunks, claim.contradicting_chunks = (
                 combine_chunk_labels(labels[slot])
             )
-            source = (
-                claim.supporting_chunks or claim.contradicting_chunks or claim.checked_chunks
-            )[:1]
-            claim.reason = reasons.get(slot, {}).get(source[0], "") if source else ""
+            claim.reason = reasons.get(slot, "")
             if claim.verdict == "unverifiable":
                 claim.reason = "judge failed on every check of this claim"
         rows.append(
@@ -436,6 +425,32 @@ def _check_batch(
             )
         )
     return rows
+
+
+def _claim_labels(
+    claim: str, result: ClaimResult, chunk_ids: list[str], passages: list[str]
+) -> tuple[dict[str, str], str]:
+    """Per-chunk labels and the reason for one claim from the judge's answer over its passages.
+
+    Support counts only where the quoted evidence is found: the chunks holding the quote are
+    the claim's sources; a quote found nowhere, or a claim whose figures or names the passages
+    never mention, is not supported whatever the label said.
+    """
+    unknown = dict.fromkeys(chunk_ids, "unknown")
+    sources = evidence_sources(result.evidence, passages)
+    if result.label == "true":
+        absent = missing_details(claim, "\n".join(passages))
+        if sources is None:
+            return unknown, f"quoted evidence is not in the passages: {result.evidence}"
+        if absent:
+            return unknown, f"the passages never mention {', '.join(absent[:3])}"
+        return unknown | {chunk_ids[i]: "true" for i in sources}, result.evidence
+    if result.label == "false":
+        # the contradicting chunks are the ones quoted; without a usable quote, all checked
+        against = sources if sources is not None else list(range(len(chunk_ids)))
+        reason = result.evidence if sources is not None else "the passages contradict it"
+        return unknown | {chunk_ids[i]: "false" for i in against}, reason
+    return unknown, "the passages do not state it"
 
 
 def _row(

@@ -1,20 +1,22 @@
-"""Our claim-verification prompt (pure): claims checked against one chunk at a time.
+"""Our claim-verification prompt (pure): claims checked against their most similar passages.
 
-The judge must quote its evidence; a "true" whose quote is not in the passage (small judges
-invent passage content) is not accepted as support.
+The judge must quote its evidence; a "true" whose quote is not in the passages (small judges
+invent passage content) is not accepted as support, and the passages that hold the quote are
+the claim's sources -- that is how a verdict names the chunk that supports it.
 
 Why not RAGAS's NLI prompt over the joined contexts: it cannot say which source supports a
 claim, and a small judge gives every statement of an answer the same verdict when it sees
-everything at once. Checking a few claims against one passage, reason first and the label
-last, with the claim echoed, is what held up on these machines (see the CPU notes). The
-instructions and the passage come first, so answers that share a retrieved chunk share the
-prompt prefix (vLLM's prefix cache computes it once).
+everything at once. Checking a few claims against the two passages most similar to them,
+evidence first and the label last, with the claim echoed, is what held up on these machines
+(see the README's agreement figures). The instructions and the passages come first, so calls
+that share a retrieved chunk share the prompt prefix (vLLM's prefix cache computes it once).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from difflib import SequenceMatcher
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -24,30 +26,33 @@ __all__ = [
     "ClaimResult",
     "ClaimResults",
     "evidence_in_passage",
+    "evidence_sources",
     "verification_prompt",
     "verification_schema",
 ]
 
 LABELS = ("true", "false", "unknown")
 
-_INSTRUCTIONS = """You check claims against a single passage.
-For each claim, first copy as evidence the one sentence of the passage that states the claim, \
-word for word, or write none if no sentence states it. Then give a label:
-- "true": the evidence sentence states the claim. Every detail of the claim (numbers, dates, \
-names, amounts, conditions, qualifiers) must be in the passage.
-- "false": the passage contradicts the claim, for example it gives a different number, \
+_INSTRUCTIONS = """You check claims against the passages below.
+For each claim, first copy as evidence the sentence of the passages that states the claim, \
+word for word (two sentences if the claim needs both), or write none if no sentence states \
+it. Then give a label:
+- "true": the evidence states the claim. Every detail of the claim (numbers, dates, names, \
+amounts, conditions, qualifiers) must be in the passages.
+- "false": the passages contradict the claim, for example they give a different number, \
 date, name or condition.
-- "unknown": the passage does not state the claim, or states only part of it.
-Use only the passage, not what you know. Answer for every claim, in the order given."""
+- "unknown": the passages do not state the claim, or state only part of it.
+Use only the passages, not what you know. Answer for every claim, in the order given."""
 
 
-def verification_prompt(passage: str, claims: Sequence[str]) -> str:
-    """The prompt for checking `claims` against `passage`."""
+def verification_prompt(passages: Sequence[str], claims: Sequence[str]) -> str:
+    """The prompt for checking `claims` against `passages` (in retrieval rank order)."""
+    shown = "\n\n".join(f"Passage {n}:\n{text}" for n, text in enumerate(passages, start=1))
     numbered = "\n".join(f"{n}. {claim}" for n, claim in enumerate(claims, start=1))
-    return f"{_INSTRUCTIONS}\n\nPassage:\n{passage}\n\nClaims:\n{numbered}\n"
+    return f"{_INSTRUCTIONS}\n\n{shown}\n\nClaims:\n{numbered}\n"
 
 
-def verification_schema(count: int, max_length: int = 200) -> dict[str, Any]:
+def verification_schema(count: int, max_length: int = 240) -> dict[str, Any]:
     """Exactly `count` results, each echoing its claim, a bounded reason, then the label."""
     return {
         "type": "object",
@@ -98,9 +103,28 @@ def evidence_in_passage(evidence: str, passage: str, threshold: float = 0.8) -> 
     quote, words = _normalise(evidence), _normalise(passage)
     if len(quote) < 3:
         return False
-    from difflib import SequenceMatcher
-
     match = SequenceMatcher(None, quote, words, autojunk=False).find_longest_match(
         0, len(quote), 0, len(words)
     )
     return match.size >= threshold * len(quote)
+
+
+_QUOTED_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+
+
+def evidence_sources(evidence: str, passages: Sequence[str]) -> list[int] | None:
+    """Indices of the passages the quoted evidence comes from; None when any of it is invented.
+
+    The evidence may be two sentences from two passages: each sentence of three words or more
+    must occur in some passage. Evidence with no such sentence ("none") has no source.
+    """
+    sentences = [s for s in _QUOTED_SENTENCE.findall(evidence) if len(_normalise(s)) >= 3]
+    if not sentences:
+        return None
+    sources: list[int] = []
+    for sentence in sentences:
+        found = [i for i, passage in enumerate(passages) if evidence_in_passage(sentence, passage)]
+        if not found:
+            return None
+        sources.extend(i for i in found if i not in sources)  # overlapping chunks both hold it
+    return sorted(sources)
