@@ -6,10 +6,13 @@ INDEX := reports/kestrel-index
 QUESTIONS := corpora/kestrel/questions.jsonl
 DEMO_PIPELINES := qwen-1.5b-cpu qwen-0.5b-cpu
 
-.PHONY: setup demo test lint bench
+.PHONY: setup browser demo test lint bench
 
 setup:
 	@bash scripts/setup.sh
+
+browser:
+	@bash scripts/install-browser.sh
 
 # Ingest the bundled corpus, then answer its questions with each CPU pipeline (one engine
 # at a time). Re-running resumes: finished runs are not redone.
@@ -24,7 +27,7 @@ lint: setup
 	$(BIN)/ruff format --check auditor tests bench
 	$(BIN)/mypy auditor
 
-test: lint
+test: lint browser
 	$(BIN)/python -m pytest
 
 bench: setup

@@ -22,6 +22,7 @@ __all__ = [
     "EmbedderConfig",
     "FlatIndexConfig",
     "GeneratorConfig",
+    "GoodputConfig",
     "HNSWIndexConfig",
     "IVFIndexConfig",
     "IndexConfig",
@@ -31,6 +32,7 @@ __all__ = [
     "PipelineConfig",
     "PromptConfig",
     "RetrievalConfig",
+    "SLOConfig",
     "SamplingConfig",
     "VLLMGeneratorConfig",
     "apply_overrides",
@@ -218,6 +220,26 @@ class PromptConfig(_Model):
     )
 
 
+class SLOConfig(_Model):
+    """Latency objectives a request must meet to count towards SLO goodput (unset = not applied)."""
+
+    ttft_ms: float | None = Field(None, gt=0, description="Time to first token, ms.")
+    tpot_ms: float | None = Field(
+        None, gt=0, description="Time per output token after the first, ms."
+    )
+    e2e_ms: float | None = Field(None, gt=0, description="End-to-end request latency, ms.")
+
+
+class GoodputConfig(_Model):
+    """Quality weight w = (1-h)^hallucination * relevancy^relevancy * completion^completion."""
+
+    hallucination: float = Field(1.0, ge=0, description="Exponent of (1 - hallucination rate).")
+    relevancy: float = Field(0.0, ge=0, description="Exponent of mean answer relevancy.")
+    completion: float = Field(
+        0.0, ge=0, description="Exponent of the share of requests answered in full."
+    )
+
+
 class PipelineConfig(_Model):
     """A RAG pipeline under audit, as written in `pipelines/NAME.toml`."""
 
@@ -229,6 +251,8 @@ class PipelineConfig(_Model):
     generator: GeneratorConfig | None = Field(
         None, description="The model that answers; required by `auditor run`."
     )
+    slo: SLOConfig = Field(default_factory=SLOConfig, description="Latency SLOs.")
+    goodput: GoodputConfig = Field(default_factory=GoodputConfig, description="Quality weight.")
 
 
 JudgeMetric = Literal[

@@ -44,10 +44,12 @@ def cli(verbose: int) -> None:
 
 
 def _register() -> None:
+    from auditor.cli.audit_cmd import audit
     from auditor.cli.check_cmd import check
     from auditor.cli.config_cmd import config
     from auditor.cli.ingest import ingest
     from auditor.cli.models_cmd import models
+    from auditor.cli.report_cmd import baseline, history, report
     from auditor.cli.run_cmd import run
     from auditor.cli.search import search
 
@@ -57,6 +59,10 @@ def _register() -> None:
     cli.add_command(models)
     cli.add_command(run)
     cli.add_command(check)
+    cli.add_command(report)
+    cli.add_command(audit)
+    cli.add_command(history)
+    cli.add_command(baseline)
 
 
 _register()

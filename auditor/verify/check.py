@@ -43,6 +43,7 @@ from auditor.verify.prompts import (
     verification_prompt,
     verification_schema,
 )
+from auditor.versions import package_versions
 
 __all__ = ["CHECKS", "AnswerItem", "CheckSummary", "check_items", "items_from_run"]
 
@@ -214,6 +215,7 @@ def check_items(
             )
         manifest["started_at"] = previous.get("started_at", manifest["started_at"])
     manifest["judge"]["identity"] = judge.identity()
+    manifest["packages"] = package_versions()
     manifest["status"] = "running"
     write_json_atomic(manifest_path, manifest)
 

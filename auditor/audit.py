@@ -1,0 +1,142 @@
+"""`auditor audit`: run, check and report, chained over one or several pipelines.
+
+Engines run one after another (2-core machines hold one at a time): every pipeline's
+generator answers and is freed, then one judge checks every run dir. Each stage resumes from
+its artifacts, so re-running an interrupted audit picks up where it stopped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from auditor.config import JudgeConfig, PipelineConfig
+from auditor.errors import BadInput
+from auditor.gates import Gate, GateResult, evaluate_gates
+from auditor.history import list_audits, record_audit
+from auditor.report import RunArtifacts, load_run, render_report, write_summary
+from auditor.run import RunCallbacks, run_pipeline
+from auditor.store import read_jsonl
+
+__all__ = ["AuditOutcome", "finish_audit", "run_audit"]
+
+
+@dataclass
+class AuditOutcome:
+    """What an audit produced: the runs with their summaries, gate results, the report."""
+
+    runs: list[RunArtifacts]
+    gate_results: list[GateResult]
+    report_path: Path
+
+    @property
+    def passed(self) -> bool:
+        return all(result.passed for result in self.gate_results)
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)  # a reader never sees half a report
+
+
+def finish_audit(
+    run_dirs: Sequence[Path],
+    report_path: Path,
+    gates: Sequence[Gate] = (),
+    history_path: Path | None = None,
+    record: bool = False,
+) -> AuditOutcome:
+    """Summaries, gates, history and the HTML report for run dirs that were run and checked."""
+    runs = [load_run(run_dir) for run_dir in run_dirs]
+    for run in runs:
+        write_summary(run)
+    results = evaluate_gates(gates, {run.name: run.summary for run in runs})
+    if record and history_path is not None:
+        for run in runs:
+            mine = [r for r in results if r.pipeline == run.name]
+            record_audit(
+                history_path,
+                run.run_dir,
+                run.manifest,
+                run.summary,
+                run.judge_sha256,
+                all(r.passed for r in mine) if mine else None,
+            )
+    history = list_audits(history_path) if history_path is not None else []
+    _write_text_atomic(report_path, render_report(runs, results, history))
+    return AuditOutcome(runs, results, report_path)
+
+
+def run_audit(
+    pipelines: Sequence[PipelineConfig],
+    questions_path: Path,
+    index_dir: Path,
+    out_dir: Path,
+    judge_config: JudgeConfig,
+    *,
+    gates: Sequence[Gate] = (),
+    history_path: Path | None = None,
+    limit: int | None = None,
+    run_callbacks: RunCallbacks | None = None,
+    on_stage: Callable[[str], None] = lambda message: None,
+    on_check_start: Callable[[str, int], None] = lambda name, total: None,
+    on_check_batch: Callable[[int], None] | None = None,
+    judge_factory: Callable[[JudgeConfig], Any] | None = None,
+    embed: Callable[[list[str]], Any] | None = None,
+    generator_factory: Callable[..., Any] | None = None,
+) -> AuditOutcome:
+    """Run every pipeline into OUT/<name>/, check each, write OUT/report.html (see module doc)."""
+    from auditor.verify.check import check_items, items_from_run
+
+    names = [p.name for p in pipelines]
+    if len(set(names)) != len(names):
+        raise BadInput(
+            f"two pipelines share the name {sorted(n for n in names if names.count(n) > 1)[0]!r}; names must differ"
+        )
+    run_dirs = [out_dir / name for name in names]
+    for config, run_dir in zip(pipelines, run_dirs, strict=True):
+        on_stage(f"pipeline {config.name}: retrieval and generation -> {run_dir}")
+        run_pipeline(
+            config,
+            questions_path,
+            index_dir,
+            run_dir,
+            limit=limit,
+            callbacks=run_callbacks,
+            generator_factory=generator_factory,
+        )
+
+    pending = []
+    for run_dir in run_dirs:
+        items = items_from_run(run_dir)
+        checks = run_dir / "checks.jsonl"
+        done = {row["id"] for row in read_jsonl(checks)} if checks.exists() else set()
+        if {item.id for item in items} - done:
+            pending.append((run_dir, items))
+    if pending:
+        if embed is None:
+            from auditor.config import EmbedderConfig
+            from auditor.ingest.embed import load_embedder
+
+            on_stage("loading the embedder (claim-to-chunk similarity)")
+            embedder = load_embedder(EmbedderConfig())
+            embed = embedder.embed
+        if judge_factory is None:
+            from auditor.verify.judges import make_judge
+
+            judge_factory = make_judge
+        on_stage(f"starting judge {judge_config.name}")
+        judge = judge_factory(judge_config)
+        try:
+            for run_dir, items in pending:
+                on_check_start(run_dir.name, len(items))
+                check_items(items, run_dir, judge_config, judge, embed, on_batch=on_check_batch)
+        finally:
+            judge.close()
+    on_stage("summaries, gates and report")
+    return finish_audit(run_dirs, out_dir / "report.html", gates, history_path, record=True)

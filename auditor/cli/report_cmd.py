@@ -1,0 +1,204 @@
+"""`auditor report`, `auditor history`, `auditor baseline`: reports and the audit history."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["baseline", "format_table", "gate_option", "history", "history_option", "report"]
+
+
+def history_option(func: Any) -> Any:
+    return click.option(
+        "--history",
+        "history_path",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="Audit history database (default: $AUDITOR_HISTORY or reports/history.sqlite).",
+    )(func)
+
+
+def gate_option(func: Any) -> Any:
+    return click.option(
+        "--gate",
+        "gate_texts",
+        multiple=True,
+        metavar="EXPR",
+        help="A condition every pipeline must meet, e.g. 'faithfulness>=0.95', "
+        "'ttft_p95_ms<=1500'; exit code 1 when one fails.",
+    )(func)
+
+
+def _history_path(given: Path | None) -> Path:
+    from auditor.history import default_history_path
+
+    return given or default_history_path()
+
+
+def _value(summary: dict[str, Any], name: str) -> float | None:
+    value = summary["metrics"][name]["value"]
+    return None if value is None else float(value)
+
+
+def format_table(runs: Sequence[Any]) -> str:
+    """The comparison table of DESIGN.md, for the terminal."""
+    header = (
+        "pipeline",
+        "tok/s",
+        "TTFT p95",
+        "halluc. claims",
+        "ctx precision",
+        "goodput tok/s",
+        "SLO goodput req/s",
+    )
+    rows = [header]
+    for run in runs:
+        s = run.summary
+
+        def shown(name: str, fmt: str, scale: float = 1.0, s: dict[str, Any] = s) -> str:
+            value = _value(s, name)
+            if value is None:
+                return (
+                    "not measured"
+                    if not s["throughput_measured"] and name != "hallucination_rate"
+                    else "n/a"
+                )
+            return format(value * scale, fmt)
+
+        rows.append(
+            (
+                run.name,
+                shown("tps", ".1f"),
+                shown("ttft_p95_ms", ".2f", 1 / 1000)
+                + ("" if _value(s, "ttft_p95_ms") is None else " s"),
+                shown("hallucination_rate", ".1%"),
+                shown("context_precision", ".2f"),
+                shown("goodput_tps", ".1f"),
+                shown("slo_goodput_rps", ".3f"),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in rows
+    )
+
+
+def echo_outcome(outcome: Any) -> None:
+    """Table, gate verdicts and where the report is; exit code 1 when a gate failed."""
+    click.echo(format_table(outcome.runs))
+    for result in outcome.gate_results:
+        click.echo(result.describe())
+    click.echo(f"report: {outcome.report_path.resolve()}")
+    if not outcome.passed:
+        failed = [f"{r.gate} on {r.pipeline}" for r in outcome.gate_results if not r.passed]
+        click.echo(f"Error: gate failed: {'; '.join(failed)}", err=True)
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "out_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="HTML file to write (default: report.html in the first run dir).",
+)
+@gate_option
+@history_option
+@click.option(
+    "--record", is_flag=True, help="Also record these runs in the audit history (as an audit does)."
+)
+def report(
+    run_dirs: tuple[Path, ...],
+    out_path: Path | None,
+    gate_texts: tuple[str, ...],
+    history_path: Path | None,
+    record: bool,
+) -> None:
+    """Render one self-contained HTML report from run dirs (no engine needed).
+
+    Each RUN_DIR is a dir written by `auditor run` + `auditor check`, `auditor audit`, or
+    `auditor check --answers`. Writes summary.json in each and the report to --out.
+    """
+    from auditor.audit import finish_audit
+    from auditor.gates import parse_gate
+
+    gates = [parse_gate(text) for text in gate_texts]
+    target = out_path or run_dirs[0] / "report.html"
+    outcome = finish_audit(list(run_dirs), target, gates, _history_path(history_path), record)
+    echo_outcome(outcome)
+
+
+@click.command()
+@history_option
+@click.option("--pipeline", help="Only audits of this pipeline.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON on stdout.")
+def history(history_path: Path | None, pipeline: str | None, as_json: bool) -> None:
+    """List past audits, oldest first; * marks each pipeline's baseline."""
+    from auditor.history import list_audits
+
+    path = _history_path(history_path)
+    rows = list_audits(path, pipeline)
+    if as_json:
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "id": r.id,
+                        "recorded_at": r.recorded_at,
+                        "pipeline": r.pipeline,
+                        "run_dir": r.run_dir,
+                        "baseline": r.baseline,
+                        "gates_passed": r.gates_passed,
+                        "metrics": {k: r.value(k) for k in r.summary.get("metrics", {})},
+                    }
+                    for r in rows
+                ],
+                indent=2,
+            )
+        )
+        return
+    if not rows:
+        click.echo(f"no audits recorded in {path}")
+        return
+
+    def cell(value: float | None, fmt: str) -> str:
+        return "n/a" if value is None else format(value, fmt)
+
+    click.echo(
+        f"{'id':>4}  {'recorded (UTC)':<20} {'pipeline':<18} {'tok/s':>8} {'halluc.':>8} {'goodput':>8} {'gates':>5}  run dir"
+    )
+    for r in rows:
+        gates = "-" if r.gates_passed is None else ("pass" if r.gates_passed else "FAIL")
+        click.echo(
+            f"{r.id:>4}{'*' if r.baseline else ' '} {r.recorded_at[:19]:<20} {r.pipeline:<18} "
+            f"{cell(r.value('tps'), '.1f'):>8} {cell(r.value('hallucination_rate'), '.1%'):>8} "
+            f"{cell(r.value('goodput_tps'), '.1f'):>8} {gates:>5}  {r.run_dir}"
+        )
+
+
+@click.group()
+def baseline() -> None:
+    """The audit each pipeline's later audits are compared with."""
+
+
+@baseline.command("accept")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@history_option
+def accept(run_dir: Path, history_path: Path | None) -> None:
+    """Mark the recorded audit of RUN_DIR as its pipeline's baseline."""
+    from auditor.history import accept_baseline
+
+    path = _history_path(history_path)
+    row = accept_baseline(path, run_dir)
+    click.echo(f"baseline for {row.pipeline}: audit {row.id} of {row.recorded_at} ({row.run_dir})")

@@ -1,0 +1,233 @@
+"""Audit history in SQLite: one row per audited run dir, baselines, regressions against them.
+
+The database is a plain file (default `reports/history.sqlite`, or `AUDITOR_HISTORY`); every
+write is one transaction, so an interrupted audit never leaves a half-written row. Re-recording
+the same run dir (a resumed audit) updates its row instead of adding a second one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from auditor.errors import BadInput
+from auditor.goodput import METRICS
+from auditor.ingest.manifest import utc_now
+
+__all__ = [
+    "AuditRow",
+    "Regression",
+    "accept_baseline",
+    "default_history_path",
+    "list_audits",
+    "record_audit",
+    "regressions",
+]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS audits (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    recorded_at TEXT NOT NULL,
+    run_dir TEXT NOT NULL UNIQUE,
+    run_id TEXT,
+    pipeline TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    config_sha256 TEXT,
+    index_sha256 TEXT,
+    questions_sha256 TEXT,
+    model_sha256 TEXT,
+    judge_sha256 TEXT,
+    gates_passed INTEGER,
+    baseline INTEGER NOT NULL DEFAULT 0,
+    summary TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audits_pipeline ON audits (pipeline, recorded_at);
+"""
+
+# the figures a trend shows and regressions are looked for in
+KEY_METRICS = (
+    "tps",
+    "goodput_tps",
+    "hallucination_rate",
+    "context_precision",
+    "ttft_p95_ms",
+    "slo_goodput_rps",
+)
+
+
+def default_history_path() -> Path:
+    return Path(os.environ.get("AUDITOR_HISTORY", "reports/history.sqlite"))
+
+
+@dataclass
+class AuditRow:
+    """One recorded audit of one pipeline."""
+
+    id: int
+    recorded_at: str
+    run_dir: str
+    pipeline: str
+    kind: str
+    config_sha256: str | None
+    model_sha256: str | None
+    gates_passed: bool | None
+    baseline: bool
+    summary: dict[str, Any]
+
+    def value(self, metric: str) -> float | None:
+        entry = self.summary.get("metrics", {}).get(metric) or {}
+        value = entry.get("value")
+        return None if value is None else float(value)
+
+
+@dataclass
+class Regression:
+    """A key figure worse than the baseline's beyond this audit's 95 % interval."""
+
+    metric: str
+    baseline: float
+    current: float
+    interval: tuple[float, float] | None
+
+
+@contextmanager
+def _connect(path: Path) -> Iterator[sqlite3.Connection]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        connection = sqlite3.connect(path)
+        connection.executescript(_SCHEMA)
+    except sqlite3.DatabaseError as exc:
+        raise BadInput(
+            f"{path}: not an audit history database ({exc}); pass --history another path"
+        ) from exc
+    try:
+        with connection:  # one transaction: committed on success, rolled back on error
+            yield connection
+    finally:
+        connection.close()
+
+
+def _row(values: tuple[Any, ...]) -> AuditRow:
+    ident, recorded, run_dir, pipeline, kind, config, model, passed, baseline, summary = values
+    return AuditRow(
+        id=ident,
+        recorded_at=recorded,
+        run_dir=run_dir,
+        pipeline=pipeline,
+        kind=kind,
+        config_sha256=config,
+        model_sha256=model,
+        gates_passed=None if passed is None else bool(passed),
+        baseline=bool(baseline),
+        summary=json.loads(summary),
+    )
+
+
+_COLUMNS = (
+    "id, recorded_at, run_dir, pipeline, kind, config_sha256, model_sha256, "
+    "gates_passed, baseline, summary"
+)
+
+
+def record_audit(
+    path: Path,
+    run_dir: Path,
+    manifest: dict[str, Any],
+    summary: dict[str, Any],
+    judge_sha256: str | None,
+    gates_passed: bool | None,
+) -> AuditRow:
+    """Add (or, for a run dir already recorded, update) the audit of one run dir."""
+    pipeline = manifest.get("pipeline", {}).get("name") or manifest.get("run_id") or run_dir.name
+    model = manifest.get("model", {})
+    values = {
+        "recorded_at": utc_now(),
+        "run_dir": str(run_dir.resolve()),
+        "run_id": manifest.get("run_id"),
+        "pipeline": pipeline,
+        "kind": manifest.get("kind", "run"),
+        "config_sha256": manifest.get("pipeline", {}).get("sha256"),
+        "index_sha256": manifest.get("index", {}).get("manifest_sha256"),
+        "questions_sha256": manifest.get("questions", {}).get("sha256")
+        or manifest.get("source", {}).get("sha256"),
+        "model_sha256": model.get("weights_sha256") or model.get("gguf_sha256"),
+        "judge_sha256": judge_sha256,
+        "gates_passed": None if gates_passed is None else int(gates_passed),
+        "summary": json.dumps(summary, sort_keys=True),
+    }
+    names = ", ".join(values)
+    marks = ", ".join(f":{name}" for name in values)
+    updates = ", ".join(f"{name} = excluded.{name}" for name in values if name != "run_dir")
+    with _connect(path) as db:
+        db.execute(
+            f"INSERT INTO audits ({names}) VALUES ({marks}) "
+            f"ON CONFLICT(run_dir) DO UPDATE SET {updates}",
+            values,
+        )
+        found = db.execute(
+            f"SELECT {_COLUMNS} FROM audits WHERE run_dir = ?", (values["run_dir"],)
+        ).fetchone()
+    return _row(found)
+
+
+def list_audits(path: Path, pipeline: str | None = None) -> list[AuditRow]:
+    """Recorded audits, oldest first (optionally of one pipeline)."""
+    if not path.exists():
+        return []
+    with _connect(path) as db:
+        query = f"SELECT {_COLUMNS} FROM audits"
+        args: tuple[Any, ...] = ()
+        if pipeline is not None:
+            query += " WHERE pipeline = ?"
+            args = (pipeline,)
+        return [_row(v) for v in db.execute(query + " ORDER BY recorded_at, id", args)]
+
+
+def accept_baseline(path: Path, run_dir: Path) -> AuditRow:
+    """Make the audit of `run_dir` its pipeline's baseline (the previous one stops being it)."""
+    target = str(run_dir.resolve())
+    with _connect(path) as db:
+        found = db.execute(f"SELECT {_COLUMNS} FROM audits WHERE run_dir = ?", (target,)).fetchone()
+        if found is None:
+            raise BadInput(
+                f"{run_dir}: not in the audit history {path}; audit it first "
+                f"(auditor audit ... or auditor report {run_dir} --record)"
+            )
+        row = _row(found)
+        db.execute("UPDATE audits SET baseline = 0 WHERE pipeline = ?", (row.pipeline,))
+        db.execute("UPDATE audits SET baseline = 1 WHERE id = ?", (row.id,))
+    row.baseline = True
+    return row
+
+
+def regressions(current: dict[str, Any], baseline: AuditRow) -> list[Regression]:
+    """Key figures worse than the baseline's, where the baseline lies outside this audit's interval.
+
+    Figures with no interval (throughput, measured once) regress when worse by more than 10 %.
+    """
+    found = []
+    for metric in KEY_METRICS:
+        entry = current.get("metrics", {}).get(metric) or {}
+        value, interval = entry.get("value"), entry.get("ci95")
+        before = baseline.value(metric)
+        if value is None or before is None:
+            continue
+        higher_is_better = METRICS[metric][1]
+        worse = value < before if higher_is_better else value > before
+        if not worse:
+            continue
+        if interval is not None:
+            low, high = interval
+            beyond = before > high if higher_is_better else before < low
+        else:
+            beyond = abs(value - before) > 0.10 * abs(before)
+        if beyond:
+            bounds = (float(interval[0]), float(interval[1])) if interval else None
+            found.append(Regression(metric, before, float(value), bounds))
+    return found

@@ -1,0 +1,244 @@
+"""`auditor audit` / `report` / `history` / `baseline` with fake engines: artifacts, gates,
+escaping, history and regressions. The real engines and a real browser: tests/e2e."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from auditor.audit import AuditOutcome, run_audit
+from auditor.cli import cli
+from auditor.config import IngestConfig, JudgeConfig, PipelineConfig
+from auditor.errors import BadInput
+from auditor.gates import parse_gate
+from auditor.history import list_audits
+from auditor.ingest import ingest_corpus
+from auditor.testing import FakeEmbedder, FakeGenerator, FakeJudge
+from tests.conftest import WriteCorpus
+
+DOCS = {
+    "returns.md": "# Returns\n\nUnopened thermostats can be returned within 30 days of delivery.",
+    "warranty.txt": "The T9 thermostat warranty lasts 2 years from the delivery date.",
+}
+QUESTIONS = [
+    {"id": "q1", "question": "How long is the T9 warranty?", "reference": "2 years."},
+    {"id": "q2", "question": "Within how many days can I return a thermostat?"},
+]
+INJECTION = '<script>document.title="pwned"</script><img src=x onerror=alert(1)>'
+GOOD = [
+    "The T9 thermostat warranty lasts 2 years from the delivery date.",
+    "Unopened thermostats can be returned within 30 days of delivery.",
+]
+SLOPPY = [
+    f"The T9 thermostat warranty lasts 5 years from the delivery date. {INJECTION}",
+    "Unopened thermostats can be returned within 30 days of delivery.",
+]
+
+
+def _pipeline(name: str) -> PipelineConfig:
+    return PipelineConfig.model_validate(
+        {
+            "name": name,
+            "ingest": {"embedder": {"model": "fake-words"}},
+            "retrieval": {"top_k": 2},
+            "generator": {"kind": "vllm", "model": "smollm2-135m-instruct"},
+            "slo": {"ttft_ms": 100_000},
+        }
+    )
+
+
+@pytest.fixture
+def corpus(
+    write_corpus: WriteCorpus, tmp_path: Path, use_fake_embedder: FakeEmbedder
+) -> tuple[Path, Path]:
+    index = tmp_path / "index"
+    ingest_corpus(write_corpus(DOCS), index, IngestConfig(), use_fake_embedder)
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    return index, questions
+
+
+def _audit(
+    corpus: tuple[Path, Path], out: Path, answers: dict[str, list[str]], gates: list[str] = ()
+) -> AuditOutcome:  # type: ignore[assignment]
+    index, questions = corpus
+    queues = {name: FakeGenerator().enqueue(*texts) for name, texts in answers.items()}
+    order = iter(list(queues.values()))
+    return run_audit(
+        [_pipeline(name) for name in answers],
+        questions,
+        index,
+        out,
+        JudgeConfig(metrics=["faithfulness", "context_precision"]),
+        gates=[parse_gate(g) for g in gates],
+        history_path=out.parent / "history.sqlite",
+        generator_factory=lambda *a, **k: next(order),
+        judge_factory=lambda config: FakeJudge(),
+        embed=FakeEmbedder().embed,
+    )
+
+
+def test_audit_writes_runs_checks_summaries_and_one_report(
+    corpus: tuple[Path, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "audit"
+    outcome = _audit(corpus, out, {"good": GOOD, "sloppy": SLOPPY}, ["hallucination_rate<=0.1"])
+    for name in ("good", "sloppy"):
+        for artifact in ("records.jsonl", "checks.jsonl", "summary.json", "manifest.json"):
+            assert (out / name / artifact).is_file(), artifact
+    summary = json.loads((out / "sloppy" / "summary.json").read_text())
+    # one contradicted claim (5 vs 2 years) of the sloppy answers' judged claims
+    assert summary["claims"]["contradicted"] == 1
+    assert summary["metrics"]["hallucination_rate"]["value"] > 0.1
+    assert [(r.pipeline, r.passed) for r in outcome.gate_results] == [
+        ("good", True),
+        ("sloppy", False),
+    ]
+    html = (out / "report.html").read_text()
+    assert "good" in html and "sloppy" in html and 'id="comparison-table"' in html
+    assert "<svg" in html and "What the figures mean" in html
+    assert len(list_audits(tmp_path / "history.sqlite")) == 2
+
+
+def test_everything_from_models_and_documents_is_escaped(
+    corpus: tuple[Path, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "audit"
+    _audit(corpus, out, {"sloppy": SLOPPY})
+    html = (out / "report.html").read_text()
+    assert INJECTION not in html
+    assert "&lt;script&gt;document.title=" in html
+    # the only scripts are the report's own (one inline block)
+    assert len(re.findall(r"<script\b", html)) == 1
+    assert "onerror=alert" not in html.replace("&lt;img src=x onerror=alert(1)&gt;", "")
+
+
+def test_a_claim_highlight_links_to_its_detail_with_the_source_passage(
+    corpus: tuple[Path, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "audit"
+    _audit(corpus, out, {"good": GOOD})
+    html = (out / "report.html").read_text()
+    links = re.findall(r'<a class="claim v-(\w+)" href="#([\w-]+)"', html)
+    assert links and all(verdict == "supported" for verdict, _ in links)
+    for _, target in links:
+        detail = html.split(f'id="{target}"', 1)[1].split("</details>", 1)[0]
+        assert "Supported by" in detail and "<blockquote" in detail
+
+
+def test_cli_report_gates_history_and_baseline(corpus: tuple[Path, Path], tmp_path: Path) -> None:
+    """report exits 1 naming the failed gate; history lists audits; baseline marks one."""
+    out = tmp_path / "audit"
+    _audit(corpus, out, {"good": GOOD, "sloppy": SLOPPY})
+    runner = CliRunner()
+    db = tmp_path / "history.sqlite"
+    result = runner.invoke(
+        cli,
+        [
+            "report",
+            str(out / "good"),
+            str(out / "sloppy"),
+            "--out",
+            str(tmp_path / "r.html"),
+            "--gate",
+            "faithfulness>=0.9",
+            "--history",
+            str(db),
+        ],
+    )
+    assert result.exit_code == 1, result.output
+    assert "gate failed: faithfulness>=0.9 on sloppy" in result.output
+    assert "PASS faithfulness>=0.9 on good" in result.output
+    assert (tmp_path / "r.html").is_file()
+
+    result = runner.invoke(cli, ["baseline", "accept", str(out / "good"), "--history", str(db)])
+    assert result.exit_code == 0, result.output
+    listing = runner.invoke(cli, ["history", "--history", str(db)])
+    assert listing.exit_code == 0
+    starred = [line for line in listing.output.splitlines() if re.match(r"\s*\d+\*", line)]
+    assert len(starred) == 1 and "good" in starred[0]
+
+    bad = runner.invoke(cli, ["report", str(out / "good"), "--gate", "faithfulness>>1"])
+    assert bad.exit_code == 2 and "expected METRIC OP NUMBER" in bad.output
+    unknown = runner.invoke(cli, ["report", str(out / "good"), "--gate", "speed>=1"])
+    assert unknown.exit_code == 2 and "unknown figure 'speed'" in unknown.output
+    missing = runner.invoke(cli, ["report", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 2 and "not a run dir" in missing.output
+
+
+def test_regression_against_the_baseline_is_flagged(
+    corpus: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Week 1 faithful and accepted; week 2 hallucinates: the report flags the regression."""
+    db = tmp_path / "history.sqlite"
+    _audit(corpus, tmp_path / "week1", {"pipe": GOOD})
+    CliRunner().invoke(
+        cli, ["baseline", "accept", str(tmp_path / "week1" / "pipe"), "--history", str(db)]
+    )
+    _audit(corpus, tmp_path / "week2", {"pipe": [SLOPPY[0], SLOPPY[0]]})
+    html = (tmp_path / "week2" / "report.html").read_text()
+    section = html.split('class="fail regressions"', 1)
+    assert len(section) == 2 and "hallucination_rate" in section[1].split("</p>", 1)[0]
+    assert "Trend across audits (2)" in html
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute("SELECT pipeline, baseline FROM audits ORDER BY id").fetchall()
+    assert rows == [("pipe", 1), ("pipe", 0)]
+
+
+def test_reaudit_resumes_and_updates_its_history_row(
+    corpus: tuple[Path, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "audit"
+    _audit(corpus, out, {"good": GOOD})
+    first = (out / "good" / "checks.jsonl").read_text()
+    _audit(corpus, out, {"good": []})  # nothing left to generate or judge
+    assert (out / "good" / "checks.jsonl").read_text() == first
+    assert len(list_audits(tmp_path / "history.sqlite")) == 1
+
+
+def test_answers_from_logs_render_with_throughput_not_measured(tmp_path: Path) -> None:
+    from auditor.audit import finish_audit
+    from auditor.verify.check import check_items, import_answers
+
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(
+        json.dumps({"id": "1", "question": "Warranty?", "contexts": [GOOD[0]], "answer": GOOD[0]})
+        + "\n"
+    )
+    items = import_answers(answers, tmp_path / "logs")
+    check_items(
+        items,
+        tmp_path / "logs",
+        JudgeConfig(metrics=["faithfulness"]),
+        FakeJudge(),
+        FakeEmbedder().embed,
+    )
+    outcome = finish_audit([tmp_path / "logs"], tmp_path / "logs.html", [parse_gate("tps>=1")])
+    html = (tmp_path / "logs.html").read_text()
+    assert "not measured" in html and "answers from logs" in html
+    assert not outcome.passed  # a gate on a figure that was not measured fails
+
+
+def test_duplicate_pipeline_names_are_refused(corpus: tuple[Path, Path], tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="share the name"):
+        _audit_two_same(corpus, tmp_path)
+
+
+def _audit_two_same(corpus: tuple[Path, Path], tmp_path: Path) -> Any:
+    index, questions = corpus
+    return run_audit(
+        [_pipeline("same"), _pipeline("same")],
+        questions,
+        index,
+        tmp_path / "x",
+        JudgeConfig(),
+        generator_factory=lambda *a, **k: FakeGenerator(),
+        judge_factory=lambda config: FakeJudge(),
+        embed=FakeEmbedder().embed,
+    )
