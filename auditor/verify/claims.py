@@ -116,6 +116,13 @@ def faithfulness(claims: Sequence[Claim]) -> float | None:
 
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+# what an answer says about its sources or its layout, not about the world: "(Passage 2)",
+# "[1]", "passages 1 and 3", a list's "3." -- never a detail a passage must contain
+_CITATION = re.compile(
+    r"\(?\b(?:passages?|sources?|documents?)\s+\d+(?:\s*(?:,|and|&)\s*\d+)*\)?|\[\d+(?:\s*,\s*\d+)*\]",
+    re.IGNORECASE,
+)
+_ENUMERATOR = re.compile(r"^\s*(?:\d+[.)]|[-*\u2022])\s+", re.MULTILINE)
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z]{2,}\b")
 
 
@@ -124,8 +131,10 @@ def missing_details(claim: str, passage: str) -> list[str]:
 
     A passage cannot support a claim whose figures or names it does not contain, whatever a
     small judge says; this catches the commonest hallucination, a detail added from nowhere.
-    Names are capitalised words not at the start of the claim.
+    Names are capitalised words not at the start of the claim. References to the sources
+    ("(Passage 2)", "[1]") and list numbering are not details.
     """
+    claim = _ENUMERATOR.sub("", _CITATION.sub("", claim))
     text = passage.lower()
     numbers = set(re.findall(r"\d+", passage.replace(",", "")))  # 1,299 == 1299
     missing = [

@@ -97,16 +97,27 @@ def _normalise(text: str) -> list[str]:
 def evidence_in_passage(evidence: str, passage: str, threshold: float = 0.8) -> bool:
     """Whether a quoted evidence sentence really occurs in the passage.
 
-    Word-level: the longest run of the quote's words found contiguously in the passage must
-    cover `threshold` of the quote (the judge may drop punctuation or cut a long sentence).
+    Word-level, in order: the quote's words matched in the passage, in order, must cover
+    `threshold` of it (the judge may drop punctuation, a word, or cut a long sentence), and one
+    contiguous run at least half of it (scattered common words are not a quote), and every
+    figure of the quote must be in the passage.
     """
-    quote, words = _normalise(evidence), _normalise(passage)
+    quote, words = _normalise(_PASSAGE_LABEL.sub(" ", evidence)), _normalise(passage)
     if len(quote) < 3:
         return False
-    match = SequenceMatcher(None, quote, words, autojunk=False).find_longest_match(
-        0, len(quote), 0, len(words)
+    matcher = SequenceMatcher(None, quote, words, autojunk=False)
+    blocks = matcher.get_matching_blocks()
+    longest = max((block.size for block in blocks), default=0)
+    figures_found = {w for w in quote if w.isdigit()} <= set(words)  # a changed figure is no quote
+    return (
+        figures_found
+        and sum(block.size for block in blocks) >= threshold * len(quote)
+        and longest >= 0.5 * len(quote)
     )
-    return match.size >= threshold * len(quote)
+
+
+# judges often label their quote with where it came from: "Passage 2: ..."
+_PASSAGE_LABEL = re.compile(r"\bpassages?\s*\d+\s*[:.)-]?", re.IGNORECASE)
 
 
 _QUOTED_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
@@ -118,7 +129,8 @@ def evidence_sources(evidence: str, passages: Sequence[str]) -> list[int] | None
     The evidence may be two sentences from two passages: each sentence of three words or more
     must occur in some passage. Evidence with no such sentence ("none") has no source.
     """
-    sentences = [s for s in _QUOTED_SENTENCE.findall(evidence) if len(_normalise(s)) >= 3]
+    unlabelled = _PASSAGE_LABEL.sub(" ", evidence)
+    sentences = [s for s in _QUOTED_SENTENCE.findall(unlabelled) if len(_normalise(s)) >= 3]
     if not sentences:
         return None
     sources: list[int] = []

@@ -262,6 +262,14 @@ def test_evidence_matching() -> None:
     assert evidence_in_passage("Unopened items can be returned within 30 days of delivery", passage)
     assert not evidence_in_passage("Items can be returned within 90 days", passage)
     assert not evidence_in_passage("none", passage)
+    # a label the judge puts before its quote, and one dropped word, still match
+    assert evidence_in_passage("Passage 2: unopened items can be returned within 30 days", passage)
+    assert evidence_in_passage("Unopened items may be returned within 30 days of delivery", passage)
+    # scattered common words are no quote; nor is a quote with another figure
+    assert not evidence_in_passage("items can be within days of apply", passage)
+    assert not evidence_in_passage(
+        "Unopened items can be returned within 31 days of delivery", passage
+    )
 
 
 def test_evidence_sources_names_the_passages_quoted() -> None:
@@ -305,6 +313,10 @@ def test_missing_details() -> None:
         "Walmart",
     ]
     assert missing_details("Kestrel charges 15% on 1299 orders.", passage) == []
+    # references to the sources and list numbering are not details of the claim
+    assert missing_details("3. Items can be returned within 30 days (Passage 2).", passage) == []
+    assert missing_details("As passages 1 and 3 say, Kestrel charges 15% [4].", passage) == []
+    assert missing_details("Passage 2 says 45 days.", passage) == ["45"]
 
 
 class _Believer(FakeJudge):
