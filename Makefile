@@ -17,8 +17,9 @@ browser:
 # The main job on the embedded default: ingest the bundled corpus, audit two CPU pipelines on
 # its first DEMO_LIMIT questions (answer, check every claim, report), write
 # reports/demo/report.html. Engines run one at a time; re-running resumes.
-DEMO_LIMIT := 12
+DEMO_LIMIT := 10
 DEMO_JUDGE := metrics=["faithfulness", "context_precision", "answer_relevancy"]
+DEMO_GATES := --gate 'error_rate<=0.05' --gate 'unverifiable_rate<=0.05'
 demo: setup
 	$(BIN)/auditor ingest corpora/kestrel/docs --index $(INDEX)
 	$(BIN)/auditor audit $(foreach p,$(DEMO_PIPELINES),--pipeline $(p)) \
