@@ -256,13 +256,19 @@ class PipelineConfig(_Model):
 
 
 JudgeMetric = Literal[
-    "faithfulness", "context_precision", "answer_relevancy", "context_recall", "answer_correctness"
+    "faithfulness",
+    "context_precision",
+    "context_precision_with_reference",
+    "answer_relevancy",
+    "context_recall",
+    "answer_correctness",
 ]
 
 
 ALL_JUDGE_METRICS: tuple[JudgeMetric, ...] = (
     "faithfulness",
     "context_precision",
+    "context_precision_with_reference",
     "answer_relevancy",
     "context_recall",
     "answer_correctness",
@@ -296,7 +302,8 @@ class JudgeConfig(_Model):
     )
     metrics: list[JudgeMetric] = Field(
         default_factory=_all_judge_metrics,
-        description="Metrics to compute; context_recall and answer_correctness need references.",
+        description="Metrics to compute; context_precision_with_reference, context_recall and "
+        "answer_correctness need references.",
     )
     claims_per_call: int = Field(4, ge=1, le=16, description="Claims verified per judge call.")
     chunks_per_claim: int = Field(
@@ -387,6 +394,8 @@ def load_judge(path: Path | None, overrides: dict[str, Any] | None = None) -> Ju
             raise BadInput(f"{path}: cannot read judge file ({exc.strerror})") from exc
         except tomllib.TOMLDecodeError as exc:
             raise BadInput(f"{path}: invalid TOML: {exc}") from exc
+    if "generator" not in data:  # overrides of generator.* adjust the default judge model
+        data["generator"] = _default_judge_generator().model_dump(mode="json", exclude_unset=True)
     try:
         return JudgeConfig.model_validate(apply_overrides(data, overrides or {}))
     except ValidationError as exc:

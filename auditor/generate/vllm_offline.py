@@ -42,9 +42,16 @@ def _configure_environment(cfg: VLLMGeneratorConfig) -> None:
         os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
         # Without it vLLM tries to reserve 92 % of RAM for the KV cache and refuses to start.
         os.environ["VLLM_CPU_KVCACHE_SPACE"] = f"{cfg.kv_cache_gib:g}"
-        if cfg.cpu_threads:
-            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = cfg.cpu_threads
-            os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+        # set per engine: an earlier engine's binding must not carry over to the next one
+        bound = {"VLLM_CPU_OMP_THREADS_BIND": cfg.cpu_threads, "VLLM_CPU_NUM_OF_RESERVED_CPU": "0"}
+        for key, value in bound.items():
+            if cfg.cpu_threads:
+                os.environ[key] = _SET_BY_US[key] = str(value)
+            elif key in _SET_BY_US and os.environ.get(key) == _SET_BY_US.pop(key):
+                del os.environ[key]
+
+
+_SET_BY_US: dict[str, str] = {}  # environment values this module set (a user's own stay)
 
 
 class VLLMGenerator:

@@ -292,10 +292,10 @@ def _check_batch(
             )
         if outcome in {"generation_error", "empty_answer"} or not item.chunks:
             continue
-        if "context_precision" in wanted:
-            targets = [("answer", item.answer)] + (
-                [("reference", item.reference)] if item.reference else []
-            )
+        targets = [("answer", item.answer)] if "context_precision" in wanted else []
+        if "context_precision_with_reference" in wanted and item.reference:
+            targets.append(("reference", item.reference))
+        if targets:
             for label, target in targets:
                 for rank, (_, text) in enumerate(item.chunks):
                     prompt, model = ragas.context_precision_prompt(item.question, text, target)

@@ -1,0 +1,29 @@
+"""The CPU core binding of one engine must not leak into the next engine of the same process."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from auditor.config import VLLMGeneratorConfig
+from auditor.generate import vllm_offline
+
+
+def test_binding_is_per_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vllm_offline, "is_cpu_build", lambda: True)
+    monkeypatch.delenv("VLLM_CPU_OMP_THREADS_BIND", raising=False)
+    monkeypatch.delenv("VLLM_CPU_NUM_OF_RESERVED_CPU", raising=False)
+    bound = VLLMGeneratorConfig(kind="vllm", model="m", cpu_threads="0-1")
+    vllm_offline._configure_environment(bound)
+    assert os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "0-1"
+    vllm_offline._configure_environment(VLLMGeneratorConfig(kind="vllm", model="m"))
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in os.environ
+    assert "VLLM_CPU_NUM_OF_RESERVED_CPU" not in os.environ
+
+
+def test_a_users_own_binding_stays(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vllm_offline, "is_cpu_build", lambda: True)
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "2-5")
+    vllm_offline._configure_environment(VLLMGeneratorConfig(kind="vllm", model="m"))
+    assert os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "2-5"
