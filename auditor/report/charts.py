@@ -195,7 +195,7 @@ def latency_strips(rows: Sequence[tuple[str, Sequence[float]]], title: str, unit
         x = x_of(decade)
         body.append(
             f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y}" y2="{y + 4}" stroke="#555"/>'
-            f'<text x="{x:.1f}" y="{y + 16}" text-anchor="middle">{_number(decade)} {unit}</text>'
+            f'<text x="{x:.1f}" y="{y + 16}" text-anchor="middle">{decade:g} {unit}</text>'
         )
         decade *= 10
     return _svg(width, height, body, title)
