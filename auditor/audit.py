@@ -7,7 +7,6 @@ its artifacts, so re-running an interrupted audit picks up where it stopped.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from auditor.config import JudgeConfig, PipelineConfig
 from auditor.errors import BadInput
 from auditor.gates import Gate, GateResult, evaluate_gates
 from auditor.history import list_audits, record_audit
+from auditor.ingest.manifest import write_text_atomic
 from auditor.report import RunArtifacts, load_run, render_report, write_summary
 from auditor.run import RunCallbacks, run_pipeline
 from auditor.store import read_jsonl
@@ -35,13 +35,6 @@ class AuditOutcome:
     @property
     def passed(self) -> bool:
         return all(result.passed for result in self.gate_results)
-
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)  # a reader never sees half a report
 
 
 def finish_audit(
@@ -68,7 +61,8 @@ def finish_audit(
                 all(r.passed for r in mine) if mine else None,
             )
     history = list_audits(history_path) if history_path is not None else []
-    _write_text_atomic(report_path, render_report(runs, results, history))
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(report_path, render_report(runs, results, history))
     return AuditOutcome(runs, results, report_path)
 
 

@@ -11,7 +11,7 @@ import hashlib
 import json
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -265,14 +265,7 @@ JudgeMetric = Literal[
 ]
 
 
-ALL_JUDGE_METRICS: tuple[JudgeMetric, ...] = (
-    "faithfulness",
-    "context_precision",
-    "context_precision_with_reference",
-    "answer_relevancy",
-    "context_recall",
-    "answer_correctness",
-)
+ALL_JUDGE_METRICS: tuple[JudgeMetric, ...] = get_args(JudgeMetric)
 
 
 def _all_judge_metrics() -> list[JudgeMetric]:

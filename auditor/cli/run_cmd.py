@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from auditor.cli.options import pipeline_options, resolve_config
+from auditor.cli.options import index_option, pipeline_options, questions_option, resolve_config
 from auditor.cli.progress import StderrProgress
 from auditor.run import RunCallbacks, RunSummary
 
@@ -18,20 +18,8 @@ __all__ = ["run"]
 
 @click.command()
 @pipeline_options
-@click.option(
-    "--questions",
-    "questions_path",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Question set (JSONL: id, question, optional reference).",
-)
-@click.option(
-    "--index",
-    "index_dir",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Index dir from `auditor ingest`.",
-)
+@questions_option
+@index_option
 @click.option(
     "--out",
     "run_dir",

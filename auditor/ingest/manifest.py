@@ -97,20 +97,24 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON so that a reader sees the old file or the new one, never half of one."""
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write a file so that a reader sees the old file or the new one, never half of one."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; the manifest is meant to be read
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; the file is meant to be read
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """`write_text_atomic` of indented JSON."""
+    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def read_manifest(index_dir: Path) -> IndexManifest:
