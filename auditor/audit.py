@@ -19,7 +19,6 @@ from auditor.history import list_audits, record_audit
 from auditor.ingest.manifest import write_text_atomic
 from auditor.report import RunArtifacts, load_run, render_report, write_summary
 from auditor.run import RunCallbacks, run_pipeline
-from auditor.store import read_jsonl
 
 __all__ = ["AuditOutcome", "finish_audit", "run_audit"]
 
@@ -85,7 +84,7 @@ def run_audit(
     generator_factory: Callable[..., Any] | None = None,
 ) -> AuditOutcome:
     """Run every pipeline into OUT/<name>/, check each, write OUT/report.html (see module doc)."""
-    from auditor.verify.check import check_items, items_from_run
+    from auditor.verify.check import check_run, items_from_run
 
     names = [p.name for p in pipelines]
     if len(set(names)) != len(names):
@@ -105,32 +104,14 @@ def run_audit(
             generator_factory=generator_factory,
         )
 
-    pending = []
-    for run_dir in run_dirs:
-        items = items_from_run(run_dir)
-        checks = run_dir / "checks.jsonl"
-        done = {row["id"] for row in read_jsonl(checks)} if checks.exists() else set()
-        if {item.id for item in items} - done:
-            pending.append((run_dir, items))
-    if pending:
-        if embed is None:
-            from auditor.config import EmbedderConfig
-            from auditor.ingest.embed import load_embedder
-
-            on_stage("loading the embedder (claim-to-chunk similarity)")
-            embedder = load_embedder(EmbedderConfig())
-            embed = embedder.embed
-        if judge_factory is None:
-            from auditor.verify.judges import make_judge
-
-            judge_factory = make_judge
-        on_stage(f"starting judge {judge_config.name}")
-        judge = judge_factory(judge_config)
-        try:
-            for run_dir, items in pending:
-                on_check_start(run_dir.name, len(items))
-                check_items(items, run_dir, judge_config, judge, embed, on_batch=on_check_batch)
-        finally:
-            judge.close()
+    check_run(
+        [(run_dir, items_from_run(run_dir)) for run_dir in run_dirs],
+        judge_config,
+        judge_factory=judge_factory,
+        embed=embed,
+        on_stage=on_stage,
+        on_check_start=on_check_start,
+        on_batch=on_check_batch,
+    )
     on_stage("summaries, gates and report")
     return finish_audit(run_dirs, out_dir / "report.html", gates, history_path, record=True)

@@ -298,7 +298,14 @@ class JudgeConfig(_Model):
         description="Metrics to compute; context_precision_with_reference, context_recall and "
         "answer_correctness need references.",
     )
-    claims_per_call: int = Field(4, ge=1, le=16, description="Claims verified per judge call.")
+    support_threshold: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="A claim is supported when the judge's probability that its best chunk "
+        "states it reaches this; chosen on labelled answers by `bench/agreement.py --cv` "
+        "(the threshold with the highest balanced accuracy).",
+    )
     chunks_per_claim: int = Field(
         2,
         ge=1,

@@ -8,6 +8,7 @@ LlamaIndex + FAISS path like the real embedder does.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -184,16 +185,18 @@ class FakeJudge:
     """A deterministic judge that reads the prompts it gets (word overlap decides).
 
     Claims are the answer's sentences; a claim is "true" for a passage holding 80 % of its
-    words, "false" when the passage holds its words but not its numbers, else "unknown".
-    `garbage_for` makes calls whose key contains one of its strings return invalid JSON
+    words, "false" when the passage holds its words but not its numbers, else "unknown" -- the
+    label comes with log-probabilities (0.9 on it) unless `logprobs` is False, as from a
+    server that returns none. `garbage_for` makes calls of those stages return invalid output
     (`garbage_times` times each), to exercise retries and unverifiable verdicts.
     """
 
     def __init__(self) -> None:
         self.calls: list[Any] = []
-        self.garbage_for: tuple[str, ...] = ()
+        self.garbage_for: tuple[str, ...] = ()  # call stages: "claims", "entailment", ...
         self.garbage_times = 10**6
-        self._garbage_sent: dict[str, int] = {}
+        self.logprobs = True
+        self._garbage_sent: dict[Any, int] = {}
 
     def identity(self) -> dict[str, Any]:
         return {"name": "fake-judge", "backend": "fake"}
@@ -210,13 +213,25 @@ class FakeJudge:
         for call in calls:
             self.calls.append(call)
             reply = JudgeReply(key=call.key, prompt_tokens=len(call.prompt) // 4)
-            if any(part in call.key for part in self.garbage_for):
+            if call.key.stage in self.garbage_for:
                 sent = self._garbage_sent.get(call.key, 0)
                 if sent < self.garbage_times:
                     self._garbage_sent[call.key] = sent + 1
-                    reply.text, reply.completion_tokens = '{"statements": [', 5
+                    reply.text, reply.completion_tokens = (
+                        ('{"claims": [', 5) if call.schema else ("", 1)
+                    )
                     replies.append(reply)
                     continue
+            if call.schema is None:  # a label read from log-probabilities
+                reply.text = self._label(call.prompt)
+                reply.completion_tokens = 1
+                if self.logprobs and call.logprobs:
+                    reply.top_logprobs = {
+                        label: math.log(0.9 if label == reply.text else 0.05)
+                        for label in ("true", "false", "unknown")
+                    }
+                replies.append(reply)
+                continue
             reply.text = json.dumps(self._answer(call))
             reply.completion_tokens = len(reply.text) // 4
             replies.append(reply)
@@ -226,13 +241,9 @@ class FakeJudge:
         import json
 
         title = call.schema.get("title", "")
-        if "results" in call.schema.get("properties", {}):
-            shown, _, listed = call.prompt.partition("\n\nClaims:\n")
-            passages = [
-                block.split(":\n", 1)[1] for block in re.split(r"\n\n(?=Passage \d+:\n)", shown)[1:]
-            ]
-            claims = [line.split(". ", 1)[1] for line in listed.strip().splitlines()]
-            return {"results": [self._verdict(claim, passages) for claim in claims]}
+        if "claims" in call.schema.get("properties", {}):
+            answer = call.prompt.rsplit("\nAnswer: ", 1)[1].rsplit("\nClaims:", 1)[0]
+            return {"claims": [s.strip() for s in re.split(r"(?<=[.!?])\s+", answer) if s.strip()]}
         data = json.loads(call.prompt.rsplit("input: ", 1)[1].rsplit("Output:", 1)[0])
         if title == "StatementGeneratorOutput":
             return {
@@ -272,21 +283,25 @@ class FakeJudge:
         raise ValueError(f"FakeJudge cannot answer a {title or 'schema'} call")
 
     @staticmethod
-    def _verdict(claim: str, passages: list[str]) -> dict[str, str]:
-        """True from the passage holding the claim's words, false from one on topic with other numbers."""
-        words = _words(claim)
+    def _label(prompt: str) -> str:
+        """True from a passage holding the claim's words, false from one on topic with other numbers.
+
+        An abstention ("... do not say X") is false when the passage holds X's words.
+        """
+        passage = prompt.split("\nPassage:\n", 1)[1].rsplit("\n\nClaim: ", 1)[0]
+        claim = prompt.rsplit("\n\nClaim: ", 1)[1].rsplit("\nAnswer:", 1)[0]
+        words, text = _words(claim), _words(passage)
+        if prompt.startswith("You check a statement about what a passage does NOT say"):
+            topic = words - _words("the documents do not say what who how much is are")
+            return "false" if topic and len(topic & text) >= 0.8 * len(topic) else "true"
         numbers = {w for w in words if any(ch.isdigit() for ch in w)}
         rest = words - numbers
-        for passage in passages:
-            text = _words(passage)
-            share = len(words & text) / len(words) if words else 0.0
-            if (not numbers or numbers <= text) and share >= 0.8:
-                return {"claim": claim, "evidence": passage, "label": "true"}
-        for passage in passages:
-            text = _words(passage)
-            if numbers and not numbers <= text and rest and len(rest & text) >= 0.8 * len(rest):
-                return {"claim": claim, "evidence": passage, "label": "false"}
-        return {"claim": claim, "evidence": "none", "label": "unknown"}
+        share = len(words & text) / len(words) if words else 0.0
+        if (not numbers or numbers <= text) and share >= 0.8:
+            return "true"
+        if numbers and not numbers <= text and rest and len(rest & text) >= 0.8 * len(rest):
+            return "false"
+        return "unknown"
 
 
 def _words(text: str) -> set[str]:

@@ -1,18 +1,23 @@
 """Agreement of `auditor check` verdicts with human hallucination labels (RAGTruth QA dev).
 
-    .venv/bin/python bench/agreement.py [--split check|tune|all] [--limit N] [--out DIR] [--judge J.toml]
+    .venv/bin/python bench/agreement.py --cv [--stock] [--out DIR]       # all 150, 5-fold CV
+    .venv/bin/python bench/agreement.py --split check|tune [--limit N]   # one split, as set
 
 Runs `auditor check --answers` over ../shared/datasets/ragtruth-qa/dev.jsonl (resumable: the
-out dir keeps what was judged) and prints, against the human labels:
-  - response level: an answer is flagged when any claim is unsupported or contradicted
-    (a refusal is never flagged); precision, recall, F1, balanced accuracy with a bootstrap
-    95 % interval;
-  - claim level: a claim whose span overlaps a human span should be unsupported or
-    contradicted, any other claim supported;
-  - unverifiable rate; judge seconds and tokens per claim.
-The dev slice is split by question (source_id, fixed hash): `tune` is what prompts may be
-tuned against, `check` is kept aside as our own check. Literature baselines on RAGTruth QA:
-HHEM-2.1-Open 74.3 and GPT-4 judge 74.1 balanced accuracy.
+out dir keeps what was judged; re-running with the same --out only re-scores) and prints,
+against the human labels:
+  - response level: an answer is flagged when a claim's p_supported is below the support
+    threshold (an abstention: when a chunk gives what it says is missing); balanced accuracy
+    with a bootstrap 95 % interval, AUROC of the answer score, precision, recall, F1.
+    With --cv: 5 folds by question, the threshold chosen on four (highest balanced accuracy,
+    `auditor.verify.thresholds.best_threshold`) and applied to the fifth, predictions pooled;
+    also the threshold chosen on all answers (what the default judge ships);
+  - claim level: a claim whose answer span overlaps a human span should be flagged;
+  - judge cost: prompt tokens per claim computed and served from vLLM's prefix cache,
+    completion tokens, seconds per answer;
+  - with --stock: stock RAGAS faithfulness verification (its NLI prompt over the joined
+    contexts, one call per answer) on the same claims, same answers, same engine.
+Literature baselines on RAGTruth QA: HHEM-2.1-Open 0.743 and GPT-4 judge 0.741 balanced accuracy.
 """
 
 from __future__ import annotations
@@ -21,56 +26,51 @@ import argparse
 import hashlib
 import json
 import os
-import random
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from auditor.config import EmbedderConfig, load_judge, parse_set_option
 from auditor.ingest.embed import load_embedder
 from auditor.store import read_jsonl
+from auditor.verify.base import CallKey, Claim
 from auditor.verify.check import check_items, import_answers
+from auditor.verify.claims import flagged_at, ranking_score
 from auditor.verify.judges import make_judge
+from auditor.verify.thresholds import agreement, auroc, best_threshold, roc_points
 
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
 DEV = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "ragtruth-qa" / "dev.jsonl"
+FOLDS = 5
 
 
 def split_of(source_id: str) -> str:
     """A fixed third of the questions is kept aside ("check"); the rest may be tuned on."""
-    return "check" if int(hashlib.sha256(source_id.encode()).hexdigest(), 16) % 3 == 0 else "tune"
+    return "check" if _hash(source_id) % 3 == 0 else "tune"
 
 
-def balanced_accuracy(pairs: list[tuple[bool, bool]]) -> float:
-    positives = [p for gold, p in pairs if gold]
-    negatives = [not p for gold, p in pairs if not gold]
-    recall = sum(positives) / len(positives) if positives else 0.0
-    specificity = sum(negatives) / len(negatives) if negatives else 0.0
-    return (recall + specificity) / 2
+def fold_of(source_id: str) -> int:
+    """Cross-validation fold of a question (all answers to one question share a fold)."""
+    return _hash(f"fold:{source_id}") % FOLDS
 
 
-def bootstrap(pairs: list[tuple[bool, bool]], rounds: int = 2000) -> tuple[float, float]:
-    rng = random.Random(0)
-    values = sorted(
-        balanced_accuracy([pairs[rng.randrange(len(pairs))] for _ in pairs]) for _ in range(rounds)
-    )
-    return values[int(0.025 * rounds)], values[int(0.975 * rounds) - 1]
+def _hash(text: str) -> int:
+    return int(hashlib.sha256(text.encode()).hexdigest(), 16)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=["check", "tune", "all"], default="all")
+    parser.add_argument("--cv", action="store_true", help="5-fold cross-validation by question.")
     parser.add_argument("--limit", type=int)
     parser.add_argument("--out", type=Path, help="Run dir to write/resume (default: a temp dir).")
     parser.add_argument("--judge", type=Path)
     parser.add_argument("--set", dest="set_items", action="append", default=[])
-    parser.add_argument(
-        "--stock",
-        action="store_true",
-        help="Also judge the same claims the stock RAGAS way (all contexts joined, one call) "
-        "and compare tokens per claim and agreement.",
-    )
+    parser.add_argument("--roc", type=Path, help="Write the ROC curve here (SVG).")
+    parser.add_argument("--stock", action="store_true", help="Also stock RAGAS on the same claims.")
     args = parser.parse_args()
+    started = time.perf_counter()
 
     rows = [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines()]
     rows = [r for r in rows if args.split == "all" or split_of(str(r["source_id"])) == args.split]
@@ -91,17 +91,145 @@ def main() -> None:
     )
     config = load_judge(args.judge, dict(parse_set_option(s) for s in args.set_items))
     items = import_answers(answers, out)
-    embedder = load_embedder(EmbedderConfig())
-    judge = make_judge(config)
-    try:
-        check_items(items, out, config, judge, lambda texts: embedder.embed(texts))
-        checks = read_jsonl(out / "checks.jsonl")
-        stock = stock_verdicts(judge, items, checks) if args.stock else None
-    finally:
-        judge.close()
-    report(gold, checks, config.name, out)
-    if stock is not None:
-        report_stock(gold, checks, stock)
+    done = (
+        {row["id"] for row in read_jsonl(out / "checks.jsonl")}
+        if (out / "checks.jsonl").exists()
+        else set()
+    )
+    stock_path = out / "stock.json"
+    need_stock = args.stock and not stock_path.exists()
+    if {item.id for item in items} - done or need_stock:
+        embedder = load_embedder(EmbedderConfig())
+        judge = make_judge(config)
+        try:
+            check_items(items, out, config, judge, lambda texts: embedder.embed(texts))
+            if need_stock:
+                checks = read_jsonl(out / "checks.jsonl")
+                stock_path.write_text(json.dumps(stock_verdicts(judge, items, checks)))
+        finally:
+            judge.close()
+    checks = [row for row in read_jsonl(out / "checks.jsonl") if row["id"] in gold]
+    print(
+        f"judge {config.name}; {len(checks)} answers ({sum(gold[r['id']]['hallucinated'] for r in checks)} hallucinated by the human labels); run dir {out}"
+    )
+    if args.cv:
+        report_cv(gold, checks, args.roc)
+    else:
+        report_at(gold, checks, config.support_threshold)
+    report_cost(checks)
+    if args.stock:
+        report_stock(gold, checks, json.loads(stock_path.read_text()))
+    print(
+        "baselines (RAGTruth QA, response level): HHEM-2.1-Open 0.743, GPT-4 judge 0.741 balanced accuracy"
+    )
+    print(f"bench wall time {time.perf_counter() - started:.0f} s")
+
+
+def _claims(row: dict[str, Any]) -> list[Claim]:
+    return [
+        Claim(
+            text=c["text"],
+            span=tuple(c["span"]) if c["span"] else None,
+            verdict=c["verdict"],
+            kind=c.get("kind", "fact"),
+            p_supported=c.get("p_supported"),
+        )
+        for c in row["claims"]
+    ]
+
+
+def report_at(gold: dict[str, Any], checks: list[dict[str, Any]], threshold: float) -> None:
+    """Agreement at one threshold (the judge's)."""
+    pairs = [
+        (bool(gold[r["id"]]["hallucinated"]), flagged_at(_claims(r), threshold)) for r in checks
+    ]
+    scores = [ranking_score(_claims(r)) for r in checks]
+    _print_agreement(f"at the judge's threshold {threshold:.3f}", pairs, scores)
+    _print_claims(gold, checks, {r["id"]: threshold for r in checks})
+
+
+def report_cv(gold: dict[str, Any], checks: list[dict[str, Any]], roc: Path | None) -> None:
+    """5-fold cross-validation by question: thresholds from four folds, scored on the fifth."""
+    scores = {r["id"]: ranking_score(_claims(r)) for r in checks}
+    labels = {r["id"]: bool(gold[r["id"]]["hallucinated"]) for r in checks}
+    folds = {r["id"]: fold_of(str(gold[r["id"]]["source_id"])) for r in checks}
+    thresholds: dict[str, float] = {}
+    chosen = []
+    for fold in range(FOLDS):
+        train = [i for i in scores if folds[i] != fold]
+        t = best_threshold([scores[i] for i in train], [labels[i] for i in train])
+        chosen.append(t)
+        thresholds.update({i: t for i in scores if folds[i] == fold})
+    pairs = [(labels[r["id"]], flagged_at(_claims(r), thresholds[r["id"]])) for r in checks]
+    _print_agreement(
+        f"{FOLDS}-fold cross-validated (thresholds {', '.join(f'{t:.3f}' for t in chosen)})",
+        pairs,
+        list(scores.values()),
+        [labels[i] for i in scores],
+    )
+    _print_claims(gold, checks, thresholds)
+    everything = best_threshold(list(scores.values()), list(labels.values()))
+    print(
+        f"threshold chosen on all {len(scores)} answers (ship as support_threshold): {everything:.3f}"
+    )
+    if roc is not None:
+        roc.parent.mkdir(parents=True, exist_ok=True)
+        roc.write_text(
+            roc_svg(roc_points(list(scores.values()), list(labels.values()))), encoding="utf-8"
+        )
+        print(f"ROC curve -> {roc}")
+
+
+def _print_agreement(
+    title: str,
+    pairs: list[tuple[bool, bool]],
+    scores: list[float],
+    labels: list[bool] | None = None,
+) -> None:
+    a = agreement(pairs)
+    area = auroc(scores, labels if labels is not None else [g for g, _ in pairs])
+    print(
+        f"response level, {title}: balanced accuracy {a.balanced_accuracy:.3f} "
+        f"(95% CI {a.interval[0]:.3f}-{a.interval[1]:.3f}), AUROC {area if area is None else round(area, 3)}, "
+        f"precision {a.precision:.3f}, recall {a.recall:.3f}, specificity {a.specificity:.3f}, F1 {a.f1:.3f}"
+    )
+
+
+def _print_claims(
+    gold: dict[str, Any], checks: list[dict[str, Any]], thresholds: dict[str, float]
+) -> None:
+    pairs = []
+    for row in checks:
+        spans = [(s["start"], s["end"]) for s in gold[row["id"]]["spans"]]
+        for claim in _claims(row):
+            if claim.verdict == "unverifiable" or claim.span is None:
+                continue
+            start, end = claim.span
+            bad = any(start < e and s < end for s, e in spans)
+            pairs.append((bad, flagged_at([claim], thresholds[row["id"]])))
+    a = agreement(pairs, rounds=200)
+    agree = sum(g == f for g, f in pairs)
+    print(
+        f"claim level: {agree}/{len(pairs)} agree ({agree / max(1, len(pairs)):.3f}), "
+        f"balanced accuracy {a.balanced_accuracy:.3f}"
+    )
+
+
+def report_cost(checks: list[dict[str, Any]]) -> None:
+    """Judge tokens per claim (computed vs served from the prefix cache) and seconds per answer."""
+    claims = sum(len(r["claims"]) for r in checks) or 1
+    prompt = sum(r["judge"]["prompt_tokens"] for r in checks)
+    cached = sum(r["judge"].get("cached_tokens", 0) for r in checks)
+    completion = sum(r["judge"]["completion_tokens"] for r in checks)
+    seconds = sum(r["judge"]["seconds"] for r in checks)
+    unverifiable = sum(c["verdict"] == "unverifiable" for r in checks for c in r["claims"])
+    print(
+        f"judge cost per claim ({claims} claims, {claims / max(1, len(checks)):.1f} per answer): "
+        f"prompt {prompt / claims:.0f} tokens = {(prompt - cached) / claims:.0f} computed + "
+        f"{cached / claims:.0f} from the prefix cache; completion {completion / claims:.0f}; "
+        f"computed in all {(prompt - cached + completion) / claims:.0f}; "
+        f"{seconds / max(1, len(checks)):.1f} s per answer; unverifiable {unverifiable}"
+    )
 
 
 def stock_verdicts(judge: Any, items: list[Any], checks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -119,108 +247,74 @@ def stock_verdicts(judge: Any, items: list[Any], checks: list[dict[str, Any]]) -
         prompt, model = ragas.nli_prompt("\n".join(t for _, t in item.chunks), claims)
         schema = ragas.bounded_schema(model, len(claims), 300)
         schema["properties"]["statements"]["minItems"] = len(claims)
-        calls.append(JudgeCall(f"nli|{row['id']}", prompt, schema, 200 * len(claims) + 50))
+        calls.append(JudgeCall(CallKey("nli", row["id"]), prompt, schema, 200 * len(claims) + 50))
         owners.append((row["id"], model))
-    results: dict[str, Any] = {}
-    for (owner, model), reply in zip(owners, judge.complete(calls), strict=True):
+    started = time.perf_counter()
+    replies = judge.complete(calls)
+    seconds = time.perf_counter() - started
+    results: dict[str, Any] = {"seconds": seconds, "answers": {}}
+    for (owner, model), reply in zip(owners, replies, strict=True):
         try:
-            parsed = model.model_validate_json(reply.text)
-            verdicts = [int(s.verdict) for s in parsed.statements]
+            verdicts = [int(s.verdict) for s in model.model_validate_json(reply.text).statements]
         except ValueError:
             verdicts = None
-        results[owner] = {
+        results["answers"][owner] = {
             "verdicts": verdicts,
-            "tokens": reply.prompt_tokens + reply.completion_tokens,
+            "prompt_tokens": reply.prompt_tokens,
+            "cached_tokens": reply.cached_tokens,
+            "completion_tokens": reply.completion_tokens,
         }
     return results
 
 
 def report_stock(gold: dict[str, Any], checks: list[dict[str, Any]], stock: dict[str, Any]) -> None:
-    """Stock RAGAS verification on the same claims: agreement and tokens per claim, side by side."""
+    """Stock RAGAS verification of the same claims: agreement and cost, side by side."""
     pairs = []
-    ours_tokens = stock_tokens = claims = failed = 0
+    failed = claims = prompt = cached = completion = 0
     for row in checks:
-        if row["id"] not in gold:
-            continue
-        stages = row["judge"].get("stages", {})
-        statements = stages.get("statements", {})
-        shared = statements.get("prompt_tokens", 0) + statements.get("completion_tokens", 0)
-        verify = stages.get("verify", {})
-        n = len(row["claims"])
-        claims += n
-        ours_tokens += shared + verify.get("prompt_tokens", 0) + verify.get("completion_tokens", 0)
-        entry = stock.get(row["id"])
+        entry = stock["answers"].get(row["id"])
+        claims += len(row["claims"])
         if entry is None:
             pairs.append((bool(gold[row["id"]]["hallucinated"]), bool(row["hallucinated"])))
-            stock_tokens += shared
             continue
-        stock_tokens += shared + entry["tokens"]
+        prompt += entry["prompt_tokens"]
+        cached += entry["cached_tokens"]
+        completion += entry["completion_tokens"]
         if entry["verdicts"] is None:
             failed += 1
             continue
         pairs.append(
             (bool(gold[row["id"]]["hallucinated"]), any(v == 0 for v in entry["verdicts"]))
         )
+    a = agreement(pairs)
     print(
-        f"stock RAGAS (joined contexts, one NLI call) on the same claims: balanced accuracy "
-        f"{balanced_accuracy(pairs):.3f} over {len(pairs)} answers ({failed} unparseable)"
-    )
-    print(
-        f"judge tokens per claim (statements + verification): ours {ours_tokens / max(1, claims):.0f}, "
-        f"stock RAGAS {stock_tokens / max(1, claims):.0f}"
+        f"stock RAGAS NLI (joined contexts, one call per answer) on the same claims: balanced accuracy "
+        f"{a.balanced_accuracy:.3f} (95% CI {a.interval[0]:.3f}-{a.interval[1]:.3f}) over {len(pairs)} answers "
+        f"({failed} unparseable); verification per claim: prompt {prompt / max(1, claims):.0f} = "
+        f"{(prompt - cached) / max(1, claims):.0f} computed + {cached / max(1, claims):.0f} cached, completion "
+        f"{completion / max(1, claims):.0f}; {stock['seconds'] / max(1, len(checks)):.1f} s per answer"
     )
 
 
-def report(gold: dict[str, Any], checks: list[dict[str, Any]], judge_name: str, out: Path) -> None:
-    """Print the agreement figures for the checked answers."""
-    pairs: list[tuple[bool, bool]] = []
-    claim_pairs: list[tuple[bool, bool]] = []
-    claims = unverifiable = tokens = 0
-    seconds = 0.0
-    for row in checks:
-        record = gold.get(row["id"])
-        if record is None:
-            continue
-        flagged = bool(row["hallucinated"])
-        pairs.append((bool(record["hallucinated"]), flagged))
-        spans = [(s["start"], s["end"]) for s in record["spans"]]
-        for claim in row["claims"]:
-            claims += 1
-            if claim["verdict"] == "unverifiable":
-                unverifiable += 1
-                continue
-            if claim["span"] is None:
-                continue
-            start, end = claim["span"]
-            bad = any(start < e and s < end for s, e in spans)
-            claim_pairs.append((bad, claim["verdict"] in {"unsupported", "contradicted"}))
-        tokens += row["judge"]["prompt_tokens"] + row["judge"]["completion_tokens"]
-        seconds += row["judge"]["seconds"]
-    tp = sum(g and p for g, p in pairs)
-    fp = sum(p and not g for g, p in pairs)
-    fn = sum(g and not p for g, p in pairs)
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    low, high = bootstrap(pairs) if pairs else (0.0, 0.0)
-    print(
-        f"judge {judge_name}; {len(pairs)} answers ({sum(g for g, _ in pairs)} hallucinated by the human labels); run dir {out}"
-    )
-    print(
-        f"response level: balanced accuracy {balanced_accuracy(pairs):.3f} (95% CI {low:.3f}-{high:.3f}), "
-        f"precision {precision:.3f}, recall {recall:.3f}, F1 {f1:.3f}"
-    )
-    agree = sum(g == p for g, p in claim_pairs)
-    print(
-        f"claim level: {agree}/{len(claim_pairs)} agree ({agree / max(1, len(claim_pairs)):.3f}), "
-        f"balanced accuracy {balanced_accuracy(claim_pairs):.3f}; unverifiable {unverifiable}/{claims}"
-    )
-    print(
-        f"judge cost: {tokens / max(1, claims):.0f} tokens and {seconds / max(1, claims):.2f} s per claim, "
-        f"{seconds / max(1, len(pairs)):.1f} s per answer"
-    )
-    print(
-        "baselines (RAGTruth QA, response level): HHEM-2.1-Open 0.743, GPT-4 judge 0.741 balanced accuracy"
+def roc_svg(points: list[tuple[float, float]], size: int = 320) -> str:
+    """The ROC curve as a small self-contained SVG."""
+    pad = 40
+    span = size - 2 * pad
+
+    def xy(fpr: float, tpr: float) -> str:
+        return f"{pad + fpr * span:.1f},{size - pad - tpr * span:.1f}"
+
+    path = " ".join(xy(f, t) for f, t in points)
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size}" '
+        f'font-family="sans-serif" font-size="11">'
+        f'<rect x="{pad}" y="{pad}" width="{span}" height="{span}" fill="none" stroke="#888"/>'
+        f'<line x1="{pad}" y1="{size - pad}" x2="{size - pad}" y2="{pad}" stroke="#ccc" stroke-dasharray="4"/>'
+        f'<polyline points="{path}" fill="none" stroke="#3b6ea8" stroke-width="2"/>'
+        f'<text x="{size / 2}" y="{size - 10}" text-anchor="middle">false-positive rate (clean answers flagged)</text>'
+        f'<text x="12" y="{size / 2}" transform="rotate(-90 12 {size / 2})" text-anchor="middle">true-positive rate</text>'
+        f'<text x="{size / 2}" y="20" text-anchor="middle">ROC, RAGTruth QA dev (answer score)</text>'
+        "</svg>\n"
     )
 
 

@@ -52,10 +52,8 @@ def check(
     ids; faithfulness, context precision, answer relevancy, context recall; judge usage).
     Re-running resumes.
     """
-    from auditor.config import EmbedderConfig, load_judge, parse_set_option
-    from auditor.ingest.embed import load_embedder
-    from auditor.verify.check import check_items, import_answers, items_from_run
-    from auditor.verify.judges import make_judge
+    from auditor.config import load_judge, parse_set_option
+    from auditor.verify.check import check_run, import_answers, items_from_run
 
     if (run_dir is None) == (answers_path is None):
         raise click.UsageError("give RUN_DIR, or --answers FILE with --out DIR")
@@ -73,22 +71,13 @@ def check(
     if limit is not None:
         items = items[:limit]
     with StderrProgress(enabled=not quiet) as display:
-        display.say("loading the embedder (claim-to-chunk similarity)")
-        embedder = load_embedder(EmbedderConfig())
-        display.say(f"starting judge {config.name}")
-        judge = make_judge(config)
-        try:
-            display.bar("checking answers", len(items))
-            summary = check_items(
-                items,
-                target,
-                config,
-                judge,
-                lambda texts: embedder.embed(texts),
-                on_batch=display.advance,
-            )
-        finally:
-            judge.close()
+        (summary,) = check_run(
+            [(target, items)],
+            config,
+            on_stage=display.say,
+            on_check_start=lambda name, total: display.bar("checking answers", total),
+            on_batch=display.advance,
+        )
     if as_json:
         click.echo(
             json.dumps(

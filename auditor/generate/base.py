@@ -15,10 +15,18 @@ __all__ = ["GenRequest", "GenResult", "GenerationStats", "Generator", "OnResult"
 
 @dataclass(frozen=True)
 class GenRequest:
-    """One chat request: the messages sent to the model, verbatim."""
+    """One chat request: the messages sent to the model, verbatim.
+
+    The optional fields override the pipeline's sampling for this request (the judge uses
+    them): an output length, a JSON schema the output must match, and how many top
+    log-probabilities to return for each generated token.
+    """
 
     request_id: str
     messages: tuple[dict[str, str], ...]
+    max_tokens: int | None = None
+    json_schema: dict[str, Any] | None = None
+    logprobs: int = 0
 
 
 @dataclass
@@ -29,6 +37,7 @@ class GenResult:
     text: str = ""
     prompt_text: str | None = None  # the rendered chat template, when the backend knows it
     prompt_tokens: int | None = None
+    cached_tokens: int | None = None  # prompt tokens served from the prefix cache
     output_tokens: int = 0
     finish_reason: str | None = None  # "stop" | "length" | "abort" | None when it failed
     arrival_time: float | None = None  # request issued (client) / arrived (engine)
@@ -42,6 +51,8 @@ class GenResult:
     attempts: int = 1
     endpoint: str | None = None
     engine: dict[str, Any] = field(default_factory=dict)  # backend-specific raw figures
+    # {token: log-probability} of the most likely first output tokens, when asked for
+    top_logprobs: dict[str, float] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -65,6 +65,20 @@ class _Stream:
     finish_time: float | None = None
     usage: dict[str, Any] | None = None
     done: bool = False
+    first_logprobs: dict[str, float] | None = None  # top log-probabilities of the first token
+
+
+def _first_logprobs(logprobs: Any) -> dict[str, float] | None:
+    """{token: log-probability} of the first token's alternatives in an OpenAI logprobs object."""
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list) or not content or not isinstance(content[0], dict):
+        return None
+    found: dict[str, float] = {}
+    for entry in content[0].get("top_logprobs") or [content[0]]:
+        token, logprob = entry.get("token"), entry.get("logprob")
+        if isinstance(token, str) and isinstance(logprob, int | float):
+            found.setdefault(token, float(logprob))
+    return found or None
 
 
 def _one_line(text: str, limit: int = _ERROR_BODY_CHARS) -> str:
@@ -366,16 +380,23 @@ class OpenAIServerGenerator:
         self, client: httpx.AsyncClient, endpoint: str, request: GenRequest
     ) -> _Stream:
         sampling = self.cfg.sampling
-        body = {
+        body: dict[str, Any] = {
             "model": self.cfg.model,
             "messages": [dict(m) for m in request.messages],
-            "max_tokens": sampling.max_tokens,
+            "max_tokens": request.max_tokens or sampling.max_tokens,
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
             "seed": sampling.seed,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        if request.json_schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "output", "schema": request.json_schema},
+            }
+        if request.logprobs:
+            body |= {"logprobs": True, "top_logprobs": min(request.logprobs, 20)}
         stream = _Stream(sent=time.perf_counter())
         async with client.stream("POST", f"{endpoint}/chat/completions", json=body) as response:
             if response.status_code != 200:
@@ -417,6 +438,8 @@ class OpenAIServerGenerator:
         if isinstance(chunk.get("usage"), dict):
             stream.usage = chunk["usage"]
         for choice in chunk.get("choices") or []:
+            if stream.first_logprobs is None:
+                stream.first_logprobs = _first_logprobs(choice.get("logprobs"))
             delta = choice.get("delta") or {}
             content = delta.get("content")
             if content:
@@ -446,6 +469,8 @@ class OpenAIServerGenerator:
             output_tokens = len(times)
             engine["output_tokens_source"] = "content_chunks"
         prompt_tokens = usage.get("prompt_tokens")
+        details = usage.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
         if failures:
             engine["failed_attempts"] = failures
         first = wall(times[0]) if times else None
@@ -464,6 +489,7 @@ class OpenAIServerGenerator:
             request_id=request.request_id,
             text="".join(stream.pieces),
             prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else None,
+            cached_tokens=cached if isinstance(cached, int) else None,
             output_tokens=output_tokens,
             finish_reason=stream.finish_reason,
             arrival_time=wall(stream.sent),
@@ -476,4 +502,5 @@ class OpenAIServerGenerator:
             attempts=attempts,
             endpoint=endpoint,
             engine=engine,
+            top_logprobs=stream.first_logprobs,
         )

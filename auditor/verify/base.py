@@ -8,6 +8,7 @@ from typing import Any, Literal, Protocol
 
 __all__ = [
     "VERDICTS",
+    "CallKey",
     "Claim",
     "Judge",
     "JudgeCall",
@@ -18,26 +19,48 @@ __all__ = [
 
 Verdict = Literal["supported", "unsupported", "contradicted", "unverifiable"]
 VERDICTS: tuple[Verdict, ...] = ("supported", "unsupported", "contradicted", "unverifiable")
+# "abstention": the answer says the sources lack something (true unless the sources state it)
+ClaimKind = Literal["fact", "abstention"]
+
+
+@dataclass(frozen=True, order=True)
+class CallKey:
+    """Which judge call this is: its stage, the answer it serves, and the part of it.
+
+    `part` says what the call covers within the answer, e.g. (chunk rank,) for context
+    precision or (claim index, chunk index) for an entailment check.
+    """
+
+    stage: str
+    item: str
+    part: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
 class JudgeCall:
-    """One prompt whose answer must be JSON matching `schema`."""
+    """One prompt: JSON matching `schema`, or (schema None) a short label read with logprobs."""
 
-    key: str
+    key: CallKey
     prompt: str
-    schema: dict[str, Any]
+    schema: dict[str, Any] | None
     max_tokens: int = 512
+    logprobs: int = 0  # top log-probabilities wanted for each generated token
 
 
 @dataclass
 class JudgeReply:
-    """The judge's raw JSON text for one call, with what it cost."""
+    """The judge's raw text for one call, with what it cost.
 
-    key: str
+    `top_logprobs` holds, for the first generated token, the most likely tokens and their
+    log-probabilities (None when the call asked for none or the server returned none).
+    """
+
+    key: CallKey
     text: str = ""
     prompt_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens served from the prefix cache, not computed
     completion_tokens: int = 0
+    top_logprobs: dict[str, float] | None = None
     error: str | None = None
 
 
@@ -63,6 +86,7 @@ class JudgeUsage:
 
     calls: int = 0
     prompt_tokens: int = 0
+    cached_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
     failures: int = 0  # calls whose output was unusable (error or invalid JSON), retries included
@@ -71,12 +95,14 @@ class JudgeUsage:
     def add(self, reply: JudgeReply, stage: str) -> None:
         self.calls += 1
         self.prompt_tokens += reply.prompt_tokens
+        self.cached_tokens += reply.cached_tokens
         self.completion_tokens += reply.completion_tokens
         counts = self.stages.setdefault(
-            stage, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+            stage, {"calls": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
         )
         counts["calls"] += 1
         counts["prompt_tokens"] += reply.prompt_tokens
+        counts["cached_tokens"] += reply.cached_tokens
         counts["completion_tokens"] += reply.completion_tokens
 
 
@@ -87,7 +113,11 @@ class Claim:
     text: str
     span: tuple[int, int] | None  # character offsets in the answer (best-matching sentence)
     verdict: Verdict = "unverifiable"
+    kind: ClaimKind = "fact"
+    # the judge's probability that the sources state the claim (None: no log-probabilities)
+    p_supported: float | None = None
     reason: str = ""
+    evidence: str = ""  # the sentence of the deciding chunk closest to the claim
     supporting_chunks: list[str] = field(default_factory=list)
     contradicting_chunks: list[str] = field(default_factory=list)
     checked_chunks: list[str] = field(default_factory=list)

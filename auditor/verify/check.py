@@ -27,25 +27,39 @@ from auditor.errors import BadInput
 from auditor.ingest.manifest import utc_now, write_json_atomic
 from auditor.jsonl import iter_objects
 from auditor.store import RecordWriter, read_jsonl
-from auditor.verify.base import Claim, Judge, JudgeCall, JudgeReply, JudgeUsage
+from auditor.verify.base import CallKey, Claim, Judge, JudgeCall, JudgeReply, JudgeUsage
 from auditor.verify.claims import (
     align_span,
     answer_outcome,
-    combine_chunk_labels,
     faithfulness,
-    missing_details,
     sentence_spans,
+    support_score,
 )
-from auditor.verify.prompts import (
-    ClaimResult,
-    ClaimResults,
-    evidence_sources,
-    verification_prompt,
-    verification_schema,
+from auditor.verify.entailment import (
+    ChunkJudgement,
+    claim_decision,
+    entailment_prompt,
+    label_probabilities,
+    missing_figures,
+)
+from auditor.verify.extraction import (
+    ExtractedClaims,
+    claim_kind,
+    claims_prompt,
+    claims_schema,
+    is_question_echo,
 )
 from auditor.versions import package_versions
 
-__all__ = ["CHECKS", "AnswerItem", "CheckSummary", "check_items", "items_from_run"]
+__all__ = [
+    "CHECKS",
+    "AnswerItem",
+    "CheckSummary",
+    "check_items",
+    "check_run",
+    "import_answers",
+    "items_from_run",
+]
 
 CHECKS = "checks.jsonl"
 CHECK_MANIFEST = "check.json"
@@ -128,38 +142,35 @@ class _Asker:
     def __init__(self, judge: Judge, retries: int, usage: dict[str, JudgeUsage]) -> None:
         self.judge, self.retries, self.usage = judge, retries, usage
 
-    def ask(
-        self, calls: Sequence[tuple[JudgeCall, type[BaseModel], str]]
-    ) -> dict[str, BaseModel | None]:
-        """{call key: parsed response or None after all retries}; the str is the answer id."""
-        results: dict[str, BaseModel | None] = {}
+    def ask(self, calls: Sequence[tuple[JudgeCall, type[BaseModel] | None]]) -> dict[CallKey, Any]:
+        """{call key: parsed response (a label call: its reply) or None after all retries}."""
+        results: dict[CallKey, Any] = {}
         pending = list(calls)
         for _attempt in range(self.retries + 1):
             if not pending:
                 break
             started = time.perf_counter()
-            replies = self.judge.complete([call for call, _, _ in pending])
+            replies = self.judge.complete([call for call, _ in pending])
             elapsed = time.perf_counter() - started
             total_tokens = sum(r.prompt_tokens + r.completion_tokens for r in replies) or 1
             retry = []
-            for (call, model, owner), reply in zip(pending, replies, strict=True):
-                usage = self.usage[owner]
-                usage.add(reply, _stage(call.key))
+            for (call, model), reply in zip(pending, replies, strict=True):
+                usage = self.usage[call.key.item]
+                usage.add(reply, _STAGES.get(call.key.stage, call.key.stage))
                 usage.seconds += (
                     elapsed * (reply.prompt_tokens + reply.completion_tokens) / total_tokens
                 )
-                parsed = _parse(reply, model)
+                parsed = _parse(reply, model) if model is not None else _label_reply(reply)
                 results[call.key] = parsed
                 if parsed is None:
                     usage.failures += 1
-                    retry.append((call, model, owner))
+                    retry.append((call, model))
             pending = retry
         return results
 
 
+# the usage stage each call stage is booked under
 _STAGES = {
-    "statements": "statements",
-    "verify": "verify",
     "cp-answer": "context_precision",
     "cp-reference": "context_precision_with_reference",
     "relevancy": "answer_relevancy",
@@ -169,9 +180,11 @@ _STAGES = {
 }
 
 
-def _stage(key: str) -> str:
-    """The stage a call key belongs to: `verify|...|ID` -> "verify" (ids may hold any text)."""
-    return _STAGES.get(key.split("|", 1)[0], "other")
+def _label_reply(reply: JudgeReply) -> JudgeReply | None:
+    """A label call's reply, or None when it failed (no text and no log-probabilities)."""
+    if reply.error or not (reply.text.strip() or reply.top_logprobs):
+        return None
+    return reply
 
 
 def _cosine_rank(
@@ -237,6 +250,59 @@ def check_items(
     return summary
 
 
+def check_run(
+    targets: Sequence[tuple[Path, list[AnswerItem]]],
+    config: JudgeConfig,
+    *,
+    judge_factory: Callable[[JudgeConfig], Judge] | None = None,
+    embed: Callable[[list[str]], Any] | None = None,
+    on_stage: Callable[[str], None] = lambda message: None,
+    on_check_start: Callable[[str, int], None] = lambda name, total: None,
+    on_batch: Callable[[int], None] | None = None,
+) -> list[CheckSummary]:
+    """Check the answers of several dirs with one embedder and one judge (`check` and `audit`).
+
+    The embedder and the judge engine start only when some dir has answers left to check,
+    and the engine is freed at the end, whatever happens. One summary per target, in order.
+    """
+    pending = [(d, items) for d, items in targets if {i.id for i in items} - _checked_ids(d)]
+    summaries: dict[Path, CheckSummary] = {}
+    if pending:
+        if embed is None:
+            from auditor.config import EmbedderConfig
+            from auditor.ingest.embed import load_embedder
+
+            on_stage("loading the embedder (claim-to-chunk similarity)")
+            embed = load_embedder(EmbedderConfig()).embed
+        if judge_factory is None:
+            from auditor.verify.judges import make_judge
+
+            judge_factory = make_judge
+        on_stage(f"starting judge {config.name}")
+        judge = judge_factory(config)
+        try:
+            for out_dir, items in pending:
+                on_check_start(out_dir.name, len(items))
+                summaries[out_dir] = check_items(
+                    items, out_dir, config, judge, embed, on_batch=on_batch
+                )
+        finally:
+            judge.close()
+    for out_dir, items in targets:
+        if out_dir not in summaries:
+            summary = summaries[out_dir] = CheckSummary(out_dir=out_dir, skipped=len(items))
+            wanted = {item.id for item in items}
+            for row in read_jsonl(out_dir / CHECKS):
+                if row["id"] in wanted:
+                    _count(summary, row)
+    return [summaries[out_dir] for out_dir, _ in targets]
+
+
+def _checked_ids(out_dir: Path) -> set[str]:
+    path = out_dir / CHECKS
+    return {row["id"] for row in read_jsonl(path, repair=True)} if path.exists() else set()
+
+
 def _count(summary: CheckSummary, row: dict[str, Any]) -> None:
     summary.answers += 1
     summary.outcomes[row["outcome"]] = summary.outcomes.get(row["outcome"], 0) + 1
@@ -270,16 +336,18 @@ def _check_batch(
     }
 
     # Stage 1: claims, context precision, relevancy, recall (independent of each other).
-    calls: list[tuple[JudgeCall, type[BaseModel], str]] = []
+    calls: list[tuple[JudgeCall, type[BaseModel] | None]] = []
     for item in batch:
         outcome = outcomes[item.id]
-        if outcome in {"checked", "truncated", "no_context"} and "faithfulness" in wanted:
-            prompt, model = ragas.statements_prompt(
-                item.question, item.answer[: config.max_answer_chars]
+        if (
+            outcome in {"checked", "truncated", "no_context", "refusal"}
+            and "faithfulness" in wanted
+        ):
+            prompt = claims_prompt(item.question, item.answer[: config.max_answer_chars])
+            schema = claims_schema(config.max_claims)
+            calls.append(
+                (JudgeCall(CallKey("claims", item.id), prompt, schema, 900), ExtractedClaims)
             )
-            schema = ragas.bounded_schema(model, config.max_claims, 300)
-            schema["properties"]["statements"]["minItems"] = 1  # a non-empty answer says something
-            calls.append((JudgeCall(f"statements|{item.id}", prompt, schema, 900), model, item.id))
         if (
             "answer_correctness" in wanted
             and item.reference
@@ -287,134 +355,81 @@ def _check_batch(
         ):
             prompt, model = ragas.statements_prompt(item.question, item.reference)
             schema = ragas.bounded_schema(model, config.max_claims, 300)
-            calls.append(
-                (JudgeCall(f"refstatements|{item.id}", prompt, schema, 900), model, item.id)
-            )
+            calls.append((JudgeCall(CallKey("refstatements", item.id), prompt, schema, 900), model))
         if outcome in {"generation_error", "empty_answer"} or not item.chunks:
             continue
         targets = [("answer", item.answer)] if "context_precision" in wanted else []
         if "context_precision_with_reference" in wanted and item.reference:
             targets.append(("reference", item.reference))
-        if targets:
-            for label, target in targets:
-                for rank, (_, text) in enumerate(item.chunks):
-                    prompt, model = ragas.context_precision_prompt(item.question, text, target)
-                    schema = ragas.bounded_schema(model, 4, 300)
-                    calls.append(
-                        (
-                            JudgeCall(f"cp-{label}|{rank}|{item.id}", prompt, schema, 200),
-                            model,
-                            item.id,
-                        )
-                    )
+        for label, target in targets:
+            for rank, (_, text) in enumerate(item.chunks):
+                prompt, model = ragas.context_precision_prompt(item.question, text, target)
+                schema = ragas.bounded_schema(model, 4, 300)
+                key = CallKey(f"cp-{label}", item.id, (rank,))
+                calls.append((JudgeCall(key, prompt, schema, 200), model))
         if "answer_relevancy" in wanted and outcome != "refusal":
             prompt, model = ragas.relevance_prompt(item.answer[: config.max_answer_chars])
-            calls.append(
-                (
-                    JudgeCall(
-                        f"relevancy|{item.id}", prompt, ragas.bounded_schema(model, 4, 300), 200
-                    ),
-                    model,
-                    item.id,
-                )
-            )
+            schema = ragas.bounded_schema(model, 4, 300)
+            calls.append((JudgeCall(CallKey("relevancy", item.id), prompt, schema, 200), model))
         if "context_recall" in wanted and item.reference:
             context = "\n".join(text for _, text in item.chunks)
             prompt, model = ragas.context_recall_prompt(item.question, context, item.reference)
             schema = ragas.bounded_schema(model, 12, 300)
-            calls.append((JudgeCall(f"recall|{item.id}", prompt, schema, 900), model, item.id))
+            calls.append((JudgeCall(CallKey("recall", item.id), prompt, schema, 900), model))
     first = asker.ask(calls)
 
-    # Stage 2: each claim against its most similar chunks.
+    # Stage 2: each claim against each of its most similar chunks, one short label per pair.
     claims: dict[str, list[Claim]] = {}
     failures: dict[str, list[str]] = {item.id: [] for item in batch}
-    verify_calls: list[tuple[JudgeCall, type[BaseModel], str]] = []
-    plans: dict[str, tuple[str, list[int], list[str]]] = {}  # key -> (item, claims, chunk ids)
-    chunk_text_of = {(item.id, cid): text for item in batch for cid, text in item.chunks}
-    claim_text_of: dict[tuple[str, int], str] = {}
-    result_model = ClaimResults
+    second_calls: list[tuple[JudgeCall, type[BaseModel] | None]] = []
+    checks: dict[tuple[str, int], list[tuple[CallKey, int]]] = {}  # claim -> (call, chunk)
     for item in batch:
-        if f"statements|{item.id}" not in first:
+        key = CallKey("claims", item.id)
+        if key not in first:
             claims[item.id] = []
             continue
-        parsed = first[f"statements|{item.id}"]
-        if parsed is None:
-            failures[item.id].append("statements: no valid judge output after retries")
+        if first[key] is None:
+            failures[item.id].append("claims: no valid judge output after retries")
             claims[item.id] = []
             continue
-        statements: list[str] = getattr(parsed, "statements", [])
-        if not any(s.strip() for s in statements):
-            # the judge found no statement: fall back to the answer's own sentences
-            body = item.answer[: config.max_answer_chars]
-            statements = [body[a:b] for a, b in sentence_spans(body)]
-        texts = list(dict.fromkeys(s.strip() for s in statements if s.strip()))[: config.max_claims]
-        claims[item.id] = [Claim(text=t, span=align_span(t, item.answer)) for t in texts]
-        claim_text_of.update({(item.id, i): t for i, t in enumerate(texts)})
-        reference_parsed = first.get(f"refstatements|{item.id}")
-        reference_statements: list[str] = getattr(reference_parsed, "statements", [])
+        claims[item.id] = texts = _claims_of(item, first[key].claims, config)
+        if outcomes[item.id] == "refusal":  # a declining answer claims only what is missing
+            for claim in texts:
+                claim.kind = "abstention"
+        reference_statements = getattr(
+            first.get(CallKey("refstatements", item.id)), "statements", []
+        )
         if texts and reference_statements:
-            prompt, model = ragas.correctness_prompt(item.question, texts, reference_statements)
+            prompt, model = ragas.correctness_prompt(
+                item.question, [c.text for c in texts], reference_statements
+            )
             schema = ragas.bounded_schema(model, config.max_claims, 300)
-            verify_calls.append(
-                (JudgeCall(f"correctness|{item.id}", prompt, schema, 1500), model, item.id)
+            second_calls.append(
+                (JudgeCall(CallKey("correctness", item.id), prompt, schema, 1500), model)
             )
         if not texts or not item.chunks:
-            for claim in claims[item.id]:
+            for claim in texts:
                 claim.verdict, claim.reason = "unsupported", "no retrieved context to support it"
             continue
-        ranked = _cosine_rank(embed, texts, [t for _, t in item.chunks], config.chunks_per_claim)
-        by_passages: dict[tuple[int, ...], list[int]] = {}
-        for claim_index, chunk_indices in enumerate(ranked):
-            # rank order, so calls that share a top chunk share the prompt prefix
-            by_passages.setdefault(tuple(sorted(int(i) for i in chunk_indices)), []).append(
-                claim_index
-            )
-        for passage_set, claim_indices in sorted(by_passages.items()):
-            chunk_ids = [item.chunks[i][0] for i in passage_set]
-            passages = [item.chunks[i][1] for i in passage_set]
-            for part in range(0, len(claim_indices), config.claims_per_call):
-                group = claim_indices[part : part + config.claims_per_call]
-                key = f"verify|{','.join(map(str, passage_set))}|{part}|{item.id}"
-                prompt = verification_prompt(passages, [texts[i] for i in group])
-                call = JudgeCall(
-                    key, prompt, verification_schema(len(group)), 180 * len(group) + 40
-                )
-                verify_calls.append((call, result_model, item.id))
-                plans[key] = (item.id, group, chunk_ids)
-    second = asker.ask(verify_calls)
-
-    labels: dict[tuple[str, int], dict[str, str]] = {}
-    reasons: dict[tuple[str, int], str] = {}
-    for key, (item_id, group, chunk_ids) in plans.items():
-        parsed = second.get(key)
-        results = parsed.results if parsed is not None else None  # type: ignore[attr-defined]
-        if results is None or len(results) != len(group):
-            failures[item_id].append(
-                f"verify {', '.join(chunk_ids)}: no valid judge output after retries"
-            )
-            for claim_index in group:
-                labels[(item_id, claim_index)] = dict.fromkeys(chunk_ids, "error")
-            continue
-        passages = [chunk_text_of[(item_id, chunk_id)] for chunk_id in chunk_ids]
-        for claim_index, result in zip(group, results, strict=True):
-            slot = (item_id, claim_index)
-            labels[slot], reasons[slot] = _claim_labels(
-                claim_text_of[slot], result, chunk_ids, passages
-            )
+        chunk_texts = [t for _, t in item.chunks]
+        ranked = _cosine_rank(embed, [c.text for c in texts], chunk_texts, config.chunks_per_claim)
+        for index, (claim, chunk_indices) in enumerate(zip(texts, ranked, strict=True)):
+            pairs = checks[(item.id, index)] = []
+            for chunk_index in sorted(int(i) for i in chunk_indices):
+                key = CallKey("entailment", item.id, (index, chunk_index))
+                prompt = entailment_prompt(chunk_texts[chunk_index], claim.text, claim.kind)
+                # the label is read from the first token's log-probabilities
+                second_calls.append((JudgeCall(key, prompt, None, 1, logprobs=20), None))
+                pairs.append((key, chunk_index))
+    second = asker.ask(second_calls)
 
     rows = []
     for item in batch:
         for index, claim in enumerate(claims[item.id]):
-            slot = (item.id, index)
-            if slot not in labels:
-                continue
-            claim.checked_chunks = list(labels[slot])
-            claim.verdict, claim.supporting_chunks, claim.contradicting_chunks = (
-                combine_chunk_labels(labels[slot])
-            )
-            claim.reason = reasons.get(slot, "")
-            if claim.verdict == "unverifiable":
-                claim.reason = "judge failed on every check of this claim"
+            if (item.id, index) in checks:
+                _decide(
+                    claim, item, checks[(item.id, index)], second, config, embed, failures[item.id]
+                )
         rows.append(
             _row(
                 item,
@@ -429,37 +444,87 @@ def _check_batch(
     return rows
 
 
-def _claim_labels(
-    claim: str, result: ClaimResult, chunk_ids: list[str], passages: list[str]
-) -> tuple[dict[str, str], str]:
-    """Per-chunk labels and the reason for one claim from the judge's answer over its passages.
+def _claims_of(item: AnswerItem, extracted: list[str], config: JudgeConfig) -> list[Claim]:
+    """The answer's claims: deduplicated, question echoes dropped, with spans and kinds.
 
-    Support counts only where the quoted evidence is found: the chunks holding the quote are
-    the claim's sources; a quote found nowhere, or a claim whose figures or names the passages
-    never mention, is not supported whatever the label said.
+    Falls back to the answer's own sentences when the judge found no claim in it.
     """
-    unknown = dict.fromkeys(chunk_ids, "unknown")
-    sources = evidence_sources(result.evidence, passages)
-    if result.label == "true":
-        absent = missing_details(claim, "\n".join(passages))
-        if sources is None:
-            return unknown, f"quoted evidence is not in the passages: {result.evidence}"
-        if absent:
-            return unknown, f"the passages never mention {', '.join(absent[:3])}"
-        return unknown | {chunk_ids[i]: "true" for i in sources}, result.evidence
-    if result.label == "false":
-        # the contradicting chunks are the ones quoted; without a usable quote, all checked
-        against = sources if sources is not None else list(range(len(chunk_ids)))
-        reason = result.evidence if sources is not None else "the passages contradict it"
-        return unknown | {chunk_ids[i]: "false" for i in against}, reason
-    return unknown, "the passages do not state it"
+    body = item.answer[: config.max_answer_chars]
+    texts = [t.strip() for t in extracted if t.strip()]
+    texts = [t for t in texts if not is_question_echo(t, item.question, body)]
+    if not texts:
+        texts = [body[a:b] for a, b in sentence_spans(body)]
+    texts = list(dict.fromkeys(texts))[: config.max_claims]
+    return [Claim(text=t, span=align_span(t, item.answer), kind=claim_kind(t)) for t in texts]
+
+
+def _decide(
+    claim: Claim,
+    item: AnswerItem,
+    pairs: list[tuple[CallKey, int]],
+    replies: dict[CallKey, Any],
+    config: JudgeConfig,
+    embed: Callable[[list[str]], Any],
+    failures: list[str],
+) -> None:
+    """The claim's verdict, probability, sources and evidence from its chunk judgements."""
+    judgements = []
+    for key, chunk_index in pairs:
+        chunk_id, text = item.chunks[chunk_index]
+        reply = replies.get(key)
+        if reply is None:
+            failures.append(f"entailment {chunk_id}: no valid judge output after retries")
+            continue
+        probabilities, written = label_probabilities(reply.top_logprobs, reply.text)
+        vetoed = missing_figures(claim.text, text) if claim.kind == "fact" else []
+        judgements.append(ChunkJudgement(chunk_id, probabilities, written, vetoed))
+    claim.checked_chunks = [item.chunks[i][0] for _, i in pairs]
+    verdict, p, supporting, contradicting = claim_decision(
+        judgements, claim.kind, config.support_threshold
+    )
+    claim.verdict, claim.p_supported = verdict, None if p is None else round(p, 4)
+    claim.supporting_chunks, claim.contradicting_chunks = supporting, contradicting
+    deciding = supporting or contradicting
+    if deciding:
+        text = dict(item.chunks)[deciding[0]]
+        claim.evidence = _closest_sentence(claim.text, text, embed)
+    claim.reason = _reason(claim, judgements)
+
+
+def _reason(claim: Claim, judgements: list[ChunkJudgement]) -> str:
+    """One line saying why, in the terms a reviewer checks."""
+    if claim.verdict == "unverifiable":
+        return "judge failed on every check of this claim"
+    vetoed = [j for j in judgements if j.vetoed]
+    if claim.kind == "abstention":
+        if claim.verdict == "supported":
+            return "the answer says the sources lack this, and the checked chunks do not give it"
+        return "the answer says the sources lack this, but a checked chunk gives it"
+    if claim.verdict == "supported":
+        return "the evidence states the claim"
+    if claim.verdict == "contradicted":
+        return "a checked chunk says otherwise"
+    if vetoed and len(vetoed) == len(judgements):
+        return f"the checked chunks never mention {', '.join(vetoed[0].vetoed[:3])}"
+    return "the checked chunks do not state it"
+
+
+def _closest_sentence(claim: str, passage: str, embed: Callable[[list[str]], Any]) -> str:
+    """The sentence of the passage most similar to the claim (what a reviewer reads first)."""
+    spans = sentence_spans(passage)
+    if len(spans) <= 1:
+        return passage.strip()[:400]
+    sentences = [passage[a:b] for a, b in spans]
+    vectors = embed([claim, *sentences])
+    best = int((vectors[1:] @ vectors[0]).argmax())
+    return sentences[best][:400]
 
 
 def _row(
     item: AnswerItem,
     outcome: str,
     claims: list[Claim],
-    first: dict[str, BaseModel | None],
+    first: dict[CallKey, Any],
     usage: JudgeUsage,
     failures: list[str],
     embed: Callable[[list[str]], Any],
@@ -470,7 +535,7 @@ def _row(
         verdicts: list[int] = []
         rows: list[dict[str, Any]] = []
         for rank, (chunk_id, _) in enumerate(item.chunks):
-            key = f"cp-{label}|{rank}|{item.id}"
+            key = CallKey(f"cp-{label}", item.id, (rank,))
             if key not in first:
                 return None, []
             parsed = first[key]
@@ -481,9 +546,9 @@ def _row(
                 rows.append({"chunk_id": chunk_id, "useful": None, "reason": "judge failed"})
                 verdicts.append(0)
                 continue
-            verdict = int(parsed.verdict)  # type: ignore[attr-defined]
+            verdict = int(parsed.verdict)
             verdicts.append(verdict)
-            rows.append({"chunk_id": chunk_id, "useful": bool(verdict), "reason": parsed.reason})  # type: ignore[attr-defined]
+            rows.append({"chunk_id": chunk_id, "useful": bool(verdict), "reason": parsed.reason})
         failed = any(row["useful"] is None for row in rows)
         # a chunk the judge could not rate leaves the score unknown rather than lowered
         return (ragas.average_precision(verdicts) if verdicts and not failed else None), rows
@@ -491,26 +556,28 @@ def _row(
     cp, cp_rows = precision("answer")
     cp_ref, cp_ref_rows = precision("reference")
     relevancy = None
-    parsed = first.get(f"relevancy|{item.id}")
+    parsed = first.get(CallKey("relevancy", item.id))
     if parsed is not None:
-        vectors = embed([item.question, parsed.question])  # type: ignore[attr-defined]
-        relevancy = 0.0 if parsed.noncommittal else max(0.0, float(vectors[0] @ vectors[1]))  # type: ignore[attr-defined]
-    elif f"relevancy|{item.id}" in first:
+        vectors = embed([item.question, parsed.question])
+        relevancy = 0.0 if parsed.noncommittal else max(0.0, float(vectors[0] @ vectors[1]))
+    elif CallKey("relevancy", item.id) in first:
         failures.append("answer relevancy: no valid judge output after retries")
     recall = None
-    parsed = first.get(f"recall|{item.id}")
+    parsed = first.get(CallKey("recall", item.id))
     if parsed is not None:
-        found = [c.attributed for c in parsed.classifications]  # type: ignore[attr-defined]
+        found = [c.attributed for c in parsed.classifications]
         recall = sum(1 for a in found if a) / len(found) if found else None
-    elif f"recall|{item.id}" in first:
+    elif CallKey("recall", item.id) in first:
         failures.append("context recall: no valid judge output after retries")
     correctness = None
-    if f"refstatements|{item.id}" in first and item.reference:
-        classification = first.get(f"correctness|{item.id}")
-        reference_statements = getattr(first.get(f"refstatements|{item.id}"), "statements", None)
+    if CallKey("refstatements", item.id) in first and item.reference:
+        classification = first.get(CallKey("correctness", item.id))
+        reference_statements = getattr(
+            first.get(CallKey("refstatements", item.id)), "statements", None
+        )
         if classification is not None:
             factuality = ragas.correctness_f1(classification)
-        elif f"correctness|{item.id}" in first or reference_statements is None:
+        elif CallKey("correctness", item.id) in first or reference_statements is None:
             factuality = None
             failures.append("answer correctness: no valid judge output after retries")
         else:
@@ -532,6 +599,7 @@ def _row(
         "claims": [c.to_json() for c in claims],
         "claim_counts": counts,
         "faithfulness": faithfulness(claims),
+        "support_score": support_score(claims),
         "hallucinated": (hallucinated > 0)
         if counts["supported"] + hallucinated
         else (False if outcome == "refusal" else None),

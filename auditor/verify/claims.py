@@ -5,16 +5,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from auditor.verify.base import Claim, Verdict
+from auditor.verify.base import Claim
 
 __all__ = [
     "align_span",
     "answer_outcome",
-    "combine_chunk_labels",
     "faithfulness",
+    "flagged_at",
     "is_refusal",
-    "missing_details",
+    "ranking_score",
     "sentence_spans",
+    "support_score",
 ]
 
 _REFUSAL = re.compile(
@@ -89,22 +90,46 @@ def align_span(claim: str, answer: str) -> tuple[int, int] | None:
     return best if best_score >= 0.3 else None
 
 
-def combine_chunk_labels(labels: dict[str, str]) -> tuple[Verdict, list[str], list[str]]:
-    """One verdict from per-chunk labels ("true" | "false" | "unknown" | "error").
+def support_score(claims: Sequence[Claim]) -> float | None:
+    """The answer's score: its least supported claim's p_supported (an answer is only as
+    faithful as its worst claim). None without judged claims or without probabilities."""
+    judged = [c.p_supported for c in claims if c.verdict != "unverifiable"]
+    if not judged or any(p is None for p in judged):
+        return None
+    return min(p for p in judged if p is not None)
 
-    Supported if any checked chunk supports the claim (those chunks are its sources);
-    contradicted if none supports and one contradicts; unverifiable if every check failed;
-    unsupported otherwise.
+
+def flagged_at(claims: Sequence[Claim], threshold: float) -> bool:
+    """Whether the answer is flagged at this support threshold (the check's own rule).
+
+    A fact counts against the answer when its p_supported is below the threshold (without a
+    probability: when its verdict is not supported); an abstention when a chunk gives what it
+    says is missing. Unverifiable claims count neither way.
     """
-    supporting = [chunk for chunk, label in labels.items() if label == "true"]
-    contradicting = [chunk for chunk, label in labels.items() if label == "false"]
-    if supporting:
-        return "supported", supporting, contradicting
-    if contradicting:
-        return "contradicted", [], contradicting
-    if labels and all(label == "error" for label in labels.values()):
-        return "unverifiable", [], []
-    return "unsupported", [], []
+    for claim in claims:
+        if claim.verdict == "unverifiable":
+            continue
+        if claim.kind == "abstention":
+            if claim.verdict == "contradicted":
+                return True
+        elif claim.p_supported is None:
+            if claim.verdict != "supported":
+                return True
+        elif claim.p_supported < threshold:
+            return True
+    return False
+
+
+def ranking_score(claims: Sequence[Claim]) -> float:
+    """A score for every answer (lower: more likely hallucinated), for ROC curves:
+    support_score, with a claim lacking a probability counted by its verdict (1 or 0) and an
+    answer with no judged claim counted as fully supported."""
+    values = [
+        c.p_supported if c.p_supported is not None else (1.0 if c.verdict == "supported" else 0.0)
+        for c in claims
+        if c.verdict != "unverifiable"
+    ]
+    return min(values, default=1.0)
 
 
 def faithfulness(claims: Sequence[Claim]) -> float | None:
@@ -113,34 +138,3 @@ def faithfulness(claims: Sequence[Claim]) -> float | None:
     if not judged:
         return None
     return sum(c.verdict == "supported" for c in judged) / len(judged)
-
-
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-# what an answer says about its sources or its layout, not about the world: "(Passage 2)",
-# "[1]", "passages 1 and 3", a list's "3." -- never a detail a passage must contain
-_CITATION = re.compile(
-    r"\(?\b(?:passages?|sources?|documents?)\s+\d+(?:\s*(?:,|and|&)\s*\d+)*\)?|\[\d+(?:\s*,\s*\d+)*\]",
-    re.IGNORECASE,
-)
-_ENUMERATOR = re.compile(r"^\s*(?:\d+[.)]|[-*\u2022])\s+", re.MULTILINE)
-_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z]{2,}\b")
-
-
-def missing_details(claim: str, passage: str) -> list[str]:
-    """Numbers and names in a claim that the passage never mentions.
-
-    A passage cannot support a claim whose figures or names it does not contain, whatever a
-    small judge says; this catches the commonest hallucination, a detail added from nowhere.
-    Names are capitalised words not at the start of the claim. References to the sources
-    ("(Passage 2)", "[1]") and list numbering are not details.
-    """
-    claim = _ENUMERATOR.sub("", _CITATION.sub("", claim))
-    text = passage.lower()
-    numbers = set(re.findall(r"\d+", passage.replace(",", "")))  # 1,299 == 1299
-    missing = [
-        n
-        for n in _NUMBER.findall(claim)
-        if not set(re.findall(r"\d+", n.replace(",", ""))) <= numbers
-    ]
-    missing += [w for w in _NAME.findall(claim.strip()) if w.lower() not in text]
-    return missing

@@ -1,4 +1,10 @@
-"""Judge backends: the pipeline generator backends, asked for JSON that matches a schema."""
+"""Judge backends: the pipeline generator backends (in-process vLLM, OpenAI-compatible
+servers) asked for JSON matching a schema, or for a short label with its log-probabilities.
+
+The judge adds nothing to the backends but the translation: it batches through the same
+engine step loop as `auditor run`, and over HTTP gets the generator's retries, backoff on
+429/5xx and every configured endpoint.
+"""
 
 from __future__ import annotations
 
@@ -6,138 +12,69 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from auditor.config import JudgeConfig, OpenAIGeneratorConfig, VLLMGeneratorConfig
+from auditor.config import JudgeConfig
+from auditor.generate.base import GenRequest, GenResult
 from auditor.verify.base import Judge, JudgeCall, JudgeReply
 
-__all__ = ["VLLMJudge", "make_judge"]
+__all__ = ["GeneratorJudge", "make_judge"]
 
 
-class VLLMJudge:
-    """An in-process vLLM engine with structured outputs (JSON schema per request), batched."""
+class GeneratorJudge:
+    """A judge over any generator backend: one batch of calls = one `generate` batch."""
 
-    def __init__(self, cfg: VLLMGeneratorConfig) -> None:
-        from auditor.generate.vllm_offline import VLLMGenerator
-
-        self.cfg = cfg
-        self.engine = VLLMGenerator.from_config(cfg)
+    def __init__(self, generator: Any) -> None:
+        self.generator = generator
         self.seconds = 0.0
 
     def identity(self) -> dict[str, Any]:
-        return self.engine.identity()
+        identity: dict[str, Any] = self.generator.identity()
+        return identity
 
     def complete(self, calls: Sequence[JudgeCall]) -> list[JudgeReply]:
-        from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
-        from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
-
-        llm_engine = self.engine.llm.llm_engine
-        replies = {call.key: JudgeReply(key=call.key) for call in calls}
-        ids: dict[str, str] = {}
-        started = time.perf_counter()
-        for number, call in enumerate(calls):
-            _, tokens = self.engine.render([{"role": "user", "content": call.prompt}])
-            params = SamplingParams(
+        requests = [
+            GenRequest(
+                request_id=str(number),
+                messages=({"role": "user", "content": call.prompt},),
                 max_tokens=call.max_tokens,
-                temperature=self.cfg.sampling.temperature,
-                seed=self.cfg.sampling.seed,
-                structured_outputs=StructuredOutputsParams(json=call.schema),
+                json_schema=call.schema,
+                logprobs=call.logprobs,
             )
-            params.output_kind = RequestOutputKind.FINAL_ONLY
-            request_id = f"judge-{id(calls)}-{number}"
-            try:
-                llm_engine.add_request(request_id, TokensPrompt(prompt_token_ids=tokens), params)
-            except ValueError as exc:
-                replies[call.key].error = f"rejected by vLLM: {exc}"
-                continue
-            ids[request_id] = call.key
-        while llm_engine.has_unfinished_requests():
-            output: Any
-            for output in llm_engine.step():
-                if not output.finished:
-                    continue
-                reply = replies[ids.pop(output.request_id)]
-                completion: Any = output.outputs[0]
-                reply.text = completion.text
-                reply.prompt_tokens = len(output.prompt_token_ids or [])
-                reply.completion_tokens = len(completion.token_ids)
-                if completion.finish_reason == "length":
-                    reply.error = "judge output hit max_tokens"
-        self.seconds += time.perf_counter() - started
-        return [replies[call.key] for call in calls]
-
-    def close(self) -> None:
-        self.engine.close()
-
-
-class OpenAIJudge:
-    """An OpenAI-compatible server (e.g. a strong model behind `vllm serve`), JSON schema mode."""
-
-    def __init__(self, cfg: OpenAIGeneratorConfig) -> None:
-        from auditor.generate.openai_server import OpenAIServerGenerator
-
-        self.cfg = cfg
-        self.generator = OpenAIServerGenerator.from_config(cfg)
-        self.seconds = 0.0
-
-    def identity(self) -> dict[str, Any]:
-        return self.generator.identity()
-
-    def complete(self, calls: Sequence[JudgeCall]) -> list[JudgeReply]:
-        import asyncio
-
-        import httpx
-
+            for number, call in enumerate(calls)
+        ]
+        results: dict[str, GenResult] = {}
         started = time.perf_counter()
-        limit = asyncio.Semaphore(self.cfg.concurrency)
-        endpoint = self.cfg.endpoints[0].rstrip("/")
-        headers = self.generator.headers()
-
-        async def one(client: httpx.AsyncClient, call: JudgeCall) -> JudgeReply:
-            body = {
-                "model": self.cfg.model,
-                "messages": [{"role": "user", "content": call.prompt}],
-                "max_tokens": call.max_tokens,
-                "temperature": self.cfg.sampling.temperature,
-                "seed": self.cfg.sampling.seed,
-                "response_format": {
-                    "type": "json_schema",
-                    "json_schema": {"name": "verdict", "schema": call.schema},
-                },
-            }
-            reply = JudgeReply(key=call.key)
-            async with limit:
-                for attempt in range(self.cfg.max_retries + 1):
-                    try:
-                        response = await client.post(f"{endpoint}/chat/completions", json=body)
-                        if response.status_code >= 500 and attempt < self.cfg.max_retries:
-                            continue
-                        response.raise_for_status()
-                        data = response.json()
-                        reply.text = data["choices"][0]["message"]["content"] or ""
-                        usage = data.get("usage") or {}
-                        reply.prompt_tokens = int(usage.get("prompt_tokens") or 0)
-                        reply.completion_tokens = int(usage.get("completion_tokens") or 0)
-                        reply.error = None
-                        return reply
-                    except (httpx.HTTPError, KeyError, ValueError) as exc:
-                        reply.error = f"{endpoint}: {type(exc).__name__}: {exc}"[:300]
-            return reply
-
-        async def run_all() -> list[JudgeReply]:
-            timeout = httpx.Timeout(self.cfg.timeout_s)
-            async with httpx.AsyncClient(timeout=timeout, headers=headers) as client:
-                return list(await asyncio.gather(*(one(client, call) for call in calls)))
-
-        replies = asyncio.run(run_all())
+        self.generator.generate(
+            requests, lambda result: results.__setitem__(result.request_id, result)
+        )
         self.seconds += time.perf_counter() - started
-        return replies
+        return [_reply(call, results.get(str(n))) for n, call in enumerate(calls)]
 
     def close(self) -> None:
         self.generator.close()
 
 
+def _reply(call: JudgeCall, result: GenResult | None) -> JudgeReply:
+    reply = JudgeReply(key=call.key)
+    if result is None:
+        reply.error = "the backend returned no result"
+        return reply
+    reply.text = result.text
+    reply.prompt_tokens = result.prompt_tokens or 0
+    reply.cached_tokens = result.cached_tokens or 0
+    reply.completion_tokens = result.output_tokens
+    reply.top_logprobs = result.top_logprobs
+    reply.error = result.error
+    if reply.error is None and call.schema is not None and result.finish_reason == "length":
+        reply.error = "judge output hit max_tokens"
+    return reply
+
+
 def make_judge(cfg: JudgeConfig) -> Judge:
     """The judge backend the config names."""
-    backends: dict[str, Any] = {"vllm": VLLMJudge, "openai": OpenAIJudge}
-    judge: Judge = backends[cfg.generator.kind](cfg.generator)
-    return judge
+    if cfg.generator.kind == "vllm":
+        from auditor.generate.vllm_offline import VLLMGenerator
+
+        return GeneratorJudge(VLLMGenerator.from_config(cfg.generator))
+    from auditor.generate.openai_server import OpenAIServerGenerator
+
+    return GeneratorJudge(OpenAIServerGenerator.from_config(cfg.generator))

