@@ -69,6 +69,11 @@ def main() -> None:
     parser.add_argument("--set", dest="set_items", action="append", default=[])
     parser.add_argument("--roc", type=Path, help="Write the ROC curve here (SVG).")
     parser.add_argument("--stock", action="store_true", help="Also stock RAGAS on the same claims.")
+    parser.add_argument(
+        "--score-only",
+        action="store_true",
+        help="Judge nothing: score the answers already checked in --out (a partial run).",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
 
@@ -98,7 +103,7 @@ def main() -> None:
     )
     stock_path = out / "stock.json"
     need_stock = args.stock and not stock_path.exists()
-    if {item.id for item in items} - done or need_stock:
+    if not args.score_only and ({item.id for item in items} - done or need_stock):
         embedder = load_embedder(EmbedderConfig())
         judge = make_judge(config)
         try:
@@ -117,7 +122,7 @@ def main() -> None:
     else:
         report_at(gold, checks, config.support_threshold)
     report_cost(checks)
-    if args.stock:
+    if args.stock and stock_path.exists():
         report_stock(gold, checks, json.loads(stock_path.read_text()))
     print(
         "baselines (RAGTruth QA, response level): HHEM-2.1-Open 0.743, GPT-4 judge 0.741 balanced accuracy"

@@ -130,6 +130,9 @@ def test_a_claim_highlight_links_to_its_detail_with_the_source_passage(
     for _, target in links:
         detail = html.split(f'id="{target}"', 1)[1].split("</details>", 1)[0]
         assert "Supported by" in detail and "<blockquote" in detail
+        # the judge's probability stands beside the verdict, the evidence under the reason
+        assert '<span class="badge p-supported"' in detail and ">p 0.9</span>" in detail
+        assert "<strong>Evidence:</strong>" in detail
 
 
 def test_cli_report_gates_history_and_baseline(corpus: tuple[Path, Path], tmp_path: Path) -> None:

@@ -148,7 +148,8 @@ def _question_views(run: RunArtifacts, index: int) -> dict[str, dict[str, Any]]:
             "error": record.get("error"),
             "segments": _segments(record.get("answer") or "", claims),
             "claims": [
-                claim
+                {"p_supported": None, "kind": "fact", "evidence": ""}
+                | claim
                 | {
                     "sources": [
                         chunks[c] for c in claim.get("supporting_chunks", []) if c in chunks
@@ -167,6 +168,7 @@ def _question_views(run: RunArtifacts, index: int) -> dict[str, dict[str, Any]]:
             "outcome": (check or {}).get("outcome", "not checked"),
             "hallucinated": (check or {}).get("hallucinated"),
             "faithfulness": (check or {}).get("faithfulness"),
+            "support_score": (check or {}).get("support_score"),
             "context_precision": (check or {}).get("context_precision"),
             "judge_failures": (check or {}).get("judge_failures", []),
             "output_tokens": record.get("output_tokens"),

@@ -107,3 +107,54 @@ def test_real_judge_on_ragtruth_records(
         assert row["context_precision"] is not None and 0.0 <= row["context_precision"] <= 1.0
         assert row["judge"]["calls"] > 0 and row["judge"]["completion_tokens"] > 0
     assert summary.unverifiable <= summary.claims // 2
+
+
+CONTRAST = Path(__file__).resolve().parents[2] / "corpora" / "kestrel" / "contrast.jsonl"
+
+
+def _contrast_rows() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in CONTRAST.read_text(encoding="utf-8").splitlines()]
+
+
+def test_the_demos_contradictory_answers_are_not_both_supported(
+    judge: Judge, real_embedder: Any, tmp_path: Path
+) -> None:
+    """The demo's failures, on the chunks the pipelines retrieved for them: "No, you will not be
+    charged" for a next-morning cancellation, and "6" sensors for a T9 Pro (the T9's limit)."""
+    contexts = {row["id"].split("-")[0]: row for row in _contrast_rows()}
+    q005, q001 = contexts["q005"], contexts["q001"]
+
+    def item(ident: str, source: dict[str, Any], answer: str) -> AnswerItem:
+        chunks = [(f"{ident}#{k}", text) for k, text in enumerate(source["contexts"])]
+        return AnswerItem(ident, source["question"], answer, None, chunks)
+
+    items = [
+        item("charged-no", q005, "No, you will not be charged."),
+        item("sensors-6", q001, "6"),
+        item("sensors-10", q001, "You can connect up to 10 remote sensors to a T9 Pro."),
+    ]
+    check_items(items, tmp_path, load_judge(None), judge, real_embedder.embed)
+    rows = {row["id"]: row for row in read_jsonl(tmp_path / "checks.jsonl")}
+    assert rows["charged-no"]["hallucinated"] is True
+    assert rows["sensors-6"]["hallucinated"] is True
+    assert rows["sensors-10"]["hallucinated"] is False
+    # claims stand alone: the bare "6" becomes a claim about the T9 Pro's sensors
+    (claim,) = rows["sensors-6"]["claims"]
+    assert "T9 Pro" in claim["text"] and "6" in claim["text"]
+    for row in rows.values():
+        assert all(0.0 <= c["p_supported"] <= 1.0 for c in row["claims"])
+
+
+def test_contrast_set_floors(judge: Judge, real_embedder: Any, tmp_path: Path) -> None:
+    """Hand-written correct and subtly wrong answers on the bundled corpus (bench/contrast.py):
+    most wrong answers are flagged, few correct ones. Floors sit below the measured figures
+    (README, Evidence) by about their interval's half-width, so a real regression fails."""
+    from bench.contrast import contrast_figures
+
+    items = import_answers(CONTRAST, tmp_path / "run")
+    check_items(items, tmp_path / "run", load_judge(None), judge, real_embedder.embed)
+    labels = {row["id"]: row for row in _contrast_rows()}
+    figures = contrast_figures(labels, read_jsonl(tmp_path / "run" / "checks.jsonl"))
+    assert figures["wrong"] == 40 and figures["correct"] == 40
+    assert figures["wrong_flagged"] >= WRONG_FLAGGED_FLOOR, figures
+    assert figures["correct_flagged"] <= CORRECT_FLAGGED_CEILING, figures
