@@ -224,7 +224,7 @@ def report_cost(checks: list[dict[str, Any]]) -> None:
     """Judge tokens per claim (computed vs served from the prefix cache) and seconds per answer."""
     claims = sum(len(r["claims"]) for r in checks) or 1
     prompt = sum(r["judge"]["prompt_tokens"] for r in checks)
-    cached = sum(r["judge"].get("cached_tokens", 0) for r in checks)
+    cached = sum(_cached(r["judge"]) for r in checks)
     completion = sum(r["judge"]["completion_tokens"] for r in checks)
     seconds = sum(r["judge"]["seconds"] for r in checks)
     unverifiable = sum(c["verdict"] == "unverifiable" for r in checks for c in r["claims"])
@@ -235,6 +235,13 @@ def report_cost(checks: list[dict[str, Any]]) -> None:
         f"computed in all {(prompt - cached + completion) / claims:.0f}; "
         f"{seconds / max(1, len(checks)):.1f} s per answer; unverifiable {unverifiable}"
     )
+
+
+def _cached(judge: dict[str, Any]) -> int:
+    """Prompt tokens served from the prefix cache (summed over stages where not totalled)."""
+    if "cached_tokens" in judge:
+        return int(judge["cached_tokens"])
+    return sum(int(stage.get("cached_tokens", 0)) for stage in judge.get("stages", {}).values())
 
 
 def stock_verdicts(judge: Any, items: list[Any], checks: list[dict[str, Any]]) -> dict[str, Any]:

@@ -88,16 +88,16 @@ def check(
         )
         return
     rate = summary.hallucination_rate
-    per_claim = (
-        (summary.judge_prompt_tokens + summary.judge_completion_tokens) / summary.claims
-        if summary.claims
-        else 0
+    computed = (
+        summary.judge_prompt_tokens - summary.judge_cached_tokens + summary.judge_completion_tokens
     )
+    per_claim = computed / summary.claims if summary.claims else 0
     click.echo(
         f"checked {summary.answers} answers -> {target / 'checks.jsonl'}\n"
         f"  claims {summary.claims}: {summary.supported} supported, {summary.unsupported} unsupported, "
         f"{summary.contradicted} contradicted, {summary.unverifiable} unverifiable\n"
         f"  hallucinated-claim rate {'n/a' if rate is None else f'{rate:.3f}'}; outcomes "
         + ", ".join(f"{k} {v}" for k, v in sorted(summary.outcomes.items()))
-        + f"\n  judge: {summary.judge_calls} calls, {per_claim:.0f} tokens per claim, {summary.judge_seconds:.1f} s"
+        + f"\n  judge: {summary.judge_calls} calls, {per_claim:.0f} tokens computed per claim "
+        f"({summary.judge_cached_tokens} prompt tokens from the prefix cache), {summary.judge_seconds:.1f} s"
     )

@@ -1,11 +1,10 @@
 """`check_run`: every claim of every answer verified against its sources -> checks.jsonl.
 
 Stages for each batch of answers (one judge batch each, so the engine stays full):
-  1. RAGAS statements (claims) of each answer, RAGAS context precision per retrieved chunk
-     (without and, when there is a reference, with it), RAGAS answer relevancy and context
-     recall -- all independent, all in one batch;
-  2. each claim checked against the chunks most similar to it (claims batched per chunk):
-     a claim is supported when a chunk supports it, and those chunks are its sources.
+  1. the claims of each answer (`faithfulness`), and the calls of every other metric that
+     needs nothing else (`metrics`: RAGAS context precision, relevancy, recall);
+  2. each claim against each of its most similar chunks, one short label per pair, and the
+     calls that need the claims (answer correctness).
 Unparseable judge output is re-asked a bounded number of times, then recorded: an affected
 claim is `unverifiable`, never NaN, never dropped. checks.jsonl grows by one batch at a time
 and an interrupted check resumes where it stopped.
@@ -25,30 +24,26 @@ from pydantic import BaseModel, ValidationError
 from auditor.config import JudgeConfig, config_sha256
 from auditor.errors import BadInput
 from auditor.ingest.manifest import utc_now, write_json_atomic
-from auditor.jsonl import iter_objects
 from auditor.store import RecordWriter, read_jsonl
-from auditor.verify.base import CallKey, Claim, Judge, JudgeCall, JudgeReply, JudgeUsage
-from auditor.verify.claims import (
-    align_span,
-    answer_outcome,
-    faithfulness,
-    sentence_spans,
-    support_score,
+from auditor.verify.answers import AnswerItem, import_answers, items_from_run
+from auditor.verify.base import (
+    VERDICTS,
+    CallKey,
+    Claim,
+    Judge,
+    JudgeCall,
+    JudgeReply,
+    JudgeUsage,
 )
-from auditor.verify.entailment import (
-    ChunkJudgement,
-    claim_decision,
-    entailment_prompt,
-    label_probabilities,
-    missing_figures,
+from auditor.verify.claims import answer_outcome, faithfulness, support_score
+from auditor.verify.faithfulness import (
+    ClaimChecks,
+    claims_call,
+    claims_of,
+    decide,
+    entailment_calls,
 )
-from auditor.verify.extraction import (
-    ExtractedClaims,
-    claim_kind,
-    claims_prompt,
-    claims_schema,
-    is_question_echo,
-)
+from auditor.verify.metrics import METRIC_FIELDS, Planned, metrics_for
 from auditor.versions import package_versions
 
 __all__ = [
@@ -67,18 +62,6 @@ CHECK_SCHEMA_VERSION = 1
 
 
 @dataclass
-class AnswerItem:
-    """One answer to check, with the chunks it was given."""
-
-    id: str
-    question: str
-    answer: str
-    reference: str | None
-    chunks: list[tuple[str, str]]  # (chunk id, text), in rank order
-    error: str | None = None
-
-
-@dataclass
 class CheckSummary:
     """Totals printed after a check."""
 
@@ -92,6 +75,7 @@ class CheckSummary:
     outcomes: dict[str, int] = field(default_factory=dict)
     judge_calls: int = 0
     judge_prompt_tokens: int = 0
+    judge_cached_tokens: int = 0
     judge_completion_tokens: int = 0
     judge_seconds: float = 0.0
     skipped: int = 0
@@ -100,31 +84,6 @@ class CheckSummary:
     def hallucination_rate(self) -> float | None:
         judged = self.supported + self.unsupported + self.contradicted
         return (self.unsupported + self.contradicted) / judged if judged else None
-
-
-def items_from_run(run_dir: Path) -> list[AnswerItem]:
-    """The answers of a run dir (`auditor run` or `auditor check --answers`)."""
-    path = run_dir / "records.jsonl"
-    if not path.is_file():
-        raise BadInput(f"{path}: missing; run `auditor run ... --out {run_dir}` first")
-    manifest_path = run_dir / "manifest.json"
-    if manifest_path.is_file():
-        version = json.loads(manifest_path.read_text(encoding="utf-8")).get("schema_version")
-        if version != 1:
-            raise BadInput(f"{manifest_path}: run schema version {version!r}; this auditor reads 1")
-    items = []
-    for row in read_jsonl(path):
-        items.append(
-            AnswerItem(
-                id=str(row["id"]),
-                question=row["question"],
-                answer=row.get("answer") or "",
-                reference=row.get("reference"),
-                chunks=[(c["chunk_id"], c["text"]) for c in row.get("retrieved", [])],
-                error=row.get("error"),
-            )
-        )
-    return items
 
 
 def _parse(reply: JudgeReply, model: type[BaseModel]) -> BaseModel | None:
@@ -187,17 +146,6 @@ def _label_reply(reply: JudgeReply) -> JudgeReply | None:
     return reply
 
 
-def _cosine_rank(
-    embed: Callable[[list[str]], Any], claims: list[str], chunks: list[str], top: int
-) -> list[list[int]]:
-    """For each claim, the indices of its `top` most similar chunks."""
-    import numpy as np
-
-    vectors = embed(claims + chunks)
-    sims = vectors[: len(claims)] @ vectors[len(claims) :].T
-    return [list(np.argsort(-row, kind="stable")[:top]) for row in sims]
-
-
 def check_items(
     items: list[AnswerItem],
     out_dir: Path,
@@ -208,8 +156,6 @@ def check_items(
     on_batch: Callable[[int], None] | None = None,
 ) -> CheckSummary:
     """Check every item not yet in `out_dir/checks.jsonl`; append results batch by batch."""
-    from auditor.verify import ragas_judge as ragas
-
     out_dir.mkdir(parents=True, exist_ok=True)
     done = {row["id"] for row in read_jsonl(out_dir / CHECKS, repair=True)}
     todo = [item for item in items if item.id not in done]
@@ -237,7 +183,7 @@ def check_items(
     with RecordWriter(out_dir, CHECKS) as writer:
         for start in range(0, len(todo), size):
             batch = todo[start : start + size]
-            for row in _check_batch(batch, config, judge, embed, ragas):
+            for row in _check_batch(batch, config, judge, embed):
                 writer.write(row)
                 _count(summary, row)
             if on_batch:
@@ -312,6 +258,7 @@ def _count(summary: CheckSummary, row: dict[str, Any]) -> None:
     judge = row["judge"]
     summary.judge_calls += judge["calls"]
     summary.judge_prompt_tokens += judge["prompt_tokens"]
+    summary.judge_cached_tokens += judge.get("cached_tokens", 0)
     summary.judge_completion_tokens += judge["completion_tokens"]
     summary.judge_seconds += judge["seconds"]
 
@@ -321,11 +268,11 @@ def _check_batch(
     config: JudgeConfig,
     judge: Judge,
     embed: Callable[[list[str]], Any],
-    ragas: Any,
 ) -> list[dict[str, Any]]:
     usage = {item.id: JudgeUsage() for item in batch}
     asker = _Asker(judge, config.retries, usage)
-    wanted = set(config.metrics)
+    metrics = metrics_for(config)
+    checks_faithfulness = "faithfulness" in config.metrics
     outcomes = {
         item.id: (
             "generation_error"
@@ -335,263 +282,69 @@ def _check_batch(
         for item in batch
     }
 
-    # Stage 1: claims, context precision, relevancy, recall (independent of each other).
-    calls: list[tuple[JudgeCall, type[BaseModel] | None]] = []
+    # Stage 1: the claims of each answer, and every metric's independent calls.
+    calls: list[Planned] = []
     for item in batch:
         outcome = outcomes[item.id]
-        if (
-            outcome in {"checked", "truncated", "no_context", "refusal"}
-            and "faithfulness" in wanted
-        ):
-            prompt = claims_prompt(item.question, item.answer[: config.max_answer_chars])
-            schema = claims_schema(config.max_claims)
-            calls.append(
-                (JudgeCall(CallKey("claims", item.id), prompt, schema, 900), ExtractedClaims)
-            )
-        if (
-            "answer_correctness" in wanted
-            and item.reference
-            and outcome not in {"generation_error", "empty_answer"}
-        ):
-            prompt, model = ragas.statements_prompt(item.question, item.reference)
-            schema = ragas.bounded_schema(model, config.max_claims, 300)
-            calls.append((JudgeCall(CallKey("refstatements", item.id), prompt, schema, 900), model))
-        if outcome in {"generation_error", "empty_answer"} or not item.chunks:
-            continue
-        targets = [("answer", item.answer)] if "context_precision" in wanted else []
-        if "context_precision_with_reference" in wanted and item.reference:
-            targets.append(("reference", item.reference))
-        for label, target in targets:
-            for rank, (_, text) in enumerate(item.chunks):
-                prompt, model = ragas.context_precision_prompt(item.question, text, target)
-                schema = ragas.bounded_schema(model, 4, 300)
-                key = CallKey(f"cp-{label}", item.id, (rank,))
-                calls.append((JudgeCall(key, prompt, schema, 200), model))
-        if "answer_relevancy" in wanted and outcome != "refusal":
-            prompt, model = ragas.relevance_prompt(item.answer[: config.max_answer_chars])
-            schema = ragas.bounded_schema(model, 4, 300)
-            calls.append((JudgeCall(CallKey("relevancy", item.id), prompt, schema, 200), model))
-        if "context_recall" in wanted and item.reference:
-            context = "\n".join(text for _, text in item.chunks)
-            prompt, model = ragas.context_recall_prompt(item.question, context, item.reference)
-            schema = ragas.bounded_schema(model, 12, 300)
-            calls.append((JudgeCall(CallKey("recall", item.id), prompt, schema, 900), model))
+        if checks_faithfulness and outcome in {"checked", "truncated", "no_context", "refusal"}:
+            calls.append(claims_call(item, config))
+        for metric in metrics:
+            calls.extend(metric.plan(item, outcome))
     first = asker.ask(calls)
 
-    # Stage 2: each claim against each of its most similar chunks, one short label per pair.
+    # Stage 2: each claim against each of its most similar chunks; calls that need the claims.
     claims: dict[str, list[Claim]] = {}
     failures: dict[str, list[str]] = {item.id: [] for item in batch}
-    second_calls: list[tuple[JudgeCall, type[BaseModel] | None]] = []
-    checks: dict[tuple[str, int], list[tuple[CallKey, int]]] = {}  # claim -> (call, chunk)
+    second_calls: list[Planned] = []
+    checks: dict[str, ClaimChecks] = {}
     for item in batch:
         key = CallKey("claims", item.id)
-        if key not in first:
-            claims[item.id] = []
-            continue
-        if first[key] is None:
+        claims[item.id] = []
+        if key in first and first[key] is None:
             failures[item.id].append("claims: no valid judge output after retries")
-            claims[item.id] = []
-            continue
-        claims[item.id] = texts = _claims_of(item, first[key].claims, config)
+        elif key in first:
+            claims[item.id] = claims_of(item, first[key].claims, config)
+        found = claims[item.id]
         if outcomes[item.id] == "refusal":  # a declining answer claims only what is missing
-            for claim in texts:
+            for claim in found:
                 claim.kind = "abstention"
-        reference_statements = getattr(
-            first.get(CallKey("refstatements", item.id)), "statements", []
-        )
-        if texts and reference_statements:
-            prompt, model = ragas.correctness_prompt(
-                item.question, [c.text for c in texts], reference_statements
-            )
-            schema = ragas.bounded_schema(model, config.max_claims, 300)
-            second_calls.append(
-                (JudgeCall(CallKey("correctness", item.id), prompt, schema, 1500), model)
-            )
-        if not texts or not item.chunks:
-            for claim in texts:
+        for metric in metrics:
+            second_calls.extend(metric.plan_after_claims(item, [c.text for c in found], first))
+        if found and not item.chunks:
+            for claim in found:
                 claim.verdict, claim.reason = "unsupported", "no retrieved context to support it"
-            continue
-        chunk_texts = [t for _, t in item.chunks]
-        ranked = _cosine_rank(embed, [c.text for c in texts], chunk_texts, config.chunks_per_claim)
-        for index, (claim, chunk_indices) in enumerate(zip(texts, ranked, strict=True)):
-            pairs = checks[(item.id, index)] = []
-            for chunk_index in sorted(int(i) for i in chunk_indices):
-                key = CallKey("entailment", item.id, (index, chunk_index))
-                prompt = entailment_prompt(chunk_texts[chunk_index], claim.text, claim.kind)
-                # the label is read from the first token's log-probabilities
-                second_calls.append((JudgeCall(key, prompt, None, 1, logprobs=20), None))
-                pairs.append((key, chunk_index))
-    second = asker.ask(second_calls)
+        elif found:
+            entailment, checks[item.id] = entailment_calls(item, found, config, embed)
+            second_calls.extend((call, None) for call in entailment)
+    replies = first | asker.ask(second_calls)
 
     rows = []
     for item in batch:
-        for index, claim in enumerate(claims[item.id]):
-            if (item.id, index) in checks:
-                _decide(
-                    claim, item, checks[(item.id, index)], second, config, embed, failures[item.id]
-                )
+        for index, pairs in checks.get(item.id, {}).items():
+            decide(claims[item.id][index], item, pairs, replies, config, embed, failures[item.id])
+        fields: dict[str, Any] = dict(METRIC_FIELDS)
+        for metric in metrics:
+            fields |= metric.score(item, replies, failures[item.id], embed)
         rows.append(
             _row(
-                item,
-                outcomes[item.id],
-                claims[item.id],
-                first | second,
-                usage[item.id],
-                failures[item.id],
-                embed,
+                item, outcomes[item.id], claims[item.id], fields, usage[item.id], failures[item.id]
             )
         )
     return rows
-
-
-def _claims_of(item: AnswerItem, extracted: list[str], config: JudgeConfig) -> list[Claim]:
-    """The answer's claims: deduplicated, question echoes dropped, with spans and kinds.
-
-    Falls back to the answer's own sentences when the judge found no claim in it.
-    """
-    body = item.answer[: config.max_answer_chars]
-    texts = [t.strip() for t in extracted if t.strip()]
-    texts = [t for t in texts if not is_question_echo(t, item.question, body)]
-    if not texts:
-        texts = [body[a:b] for a, b in sentence_spans(body)]
-    texts = list(dict.fromkeys(texts))[: config.max_claims]
-    return [Claim(text=t, span=align_span(t, item.answer), kind=claim_kind(t)) for t in texts]
-
-
-def _decide(
-    claim: Claim,
-    item: AnswerItem,
-    pairs: list[tuple[CallKey, int]],
-    replies: dict[CallKey, Any],
-    config: JudgeConfig,
-    embed: Callable[[list[str]], Any],
-    failures: list[str],
-) -> None:
-    """The claim's verdict, probability, sources and evidence from its chunk judgements."""
-    judgements = []
-    for key, chunk_index in pairs:
-        chunk_id, text = item.chunks[chunk_index]
-        reply = replies.get(key)
-        if reply is None:
-            failures.append(f"entailment {chunk_id}: no valid judge output after retries")
-            continue
-        probabilities, written = label_probabilities(reply.top_logprobs, reply.text)
-        vetoed = missing_figures(claim.text, text) if claim.kind == "fact" else []
-        judgements.append(ChunkJudgement(chunk_id, probabilities, written, vetoed))
-    claim.checked_chunks = [item.chunks[i][0] for _, i in pairs]
-    verdict, p, supporting, contradicting = claim_decision(
-        judgements, claim.kind, config.support_threshold
-    )
-    claim.verdict, claim.p_supported = verdict, None if p is None else round(p, 4)
-    claim.supporting_chunks, claim.contradicting_chunks = supporting, contradicting
-    deciding = supporting or contradicting
-    if deciding:
-        text = dict(item.chunks)[deciding[0]]
-        claim.evidence = _closest_sentence(claim.text, text, embed)
-    claim.reason = _reason(claim, judgements)
-
-
-def _reason(claim: Claim, judgements: list[ChunkJudgement]) -> str:
-    """One line saying why, in the terms a reviewer checks."""
-    if claim.verdict == "unverifiable":
-        return "judge failed on every check of this claim"
-    vetoed = [j for j in judgements if j.vetoed]
-    if claim.kind == "abstention":
-        if claim.verdict == "supported":
-            return "the answer says the sources lack this, and the checked chunks do not give it"
-        return "the answer says the sources lack this, but a checked chunk gives it"
-    if claim.verdict == "supported":
-        return "the evidence states the claim"
-    if claim.verdict == "contradicted":
-        return "a checked chunk says otherwise"
-    if vetoed and len(vetoed) == len(judgements):
-        return f"the checked chunks never mention {', '.join(vetoed[0].vetoed[:3])}"
-    return "the checked chunks do not state it"
-
-
-def _closest_sentence(claim: str, passage: str, embed: Callable[[list[str]], Any]) -> str:
-    """The sentence of the passage most similar to the claim (what a reviewer reads first)."""
-    spans = sentence_spans(passage)
-    if len(spans) <= 1:
-        return passage.strip()[:400]
-    sentences = [passage[a:b] for a, b in spans]
-    vectors = embed([claim, *sentences])
-    best = int((vectors[1:] @ vectors[0]).argmax())
-    return sentences[best][:400]
 
 
 def _row(
     item: AnswerItem,
     outcome: str,
     claims: list[Claim],
-    first: dict[CallKey, Any],
+    fields: dict[str, Any],
     usage: JudgeUsage,
     failures: list[str],
-    embed: Callable[[list[str]], Any],
 ) -> dict[str, Any]:
-    from auditor.verify import ragas_judge as ragas
-
-    def precision(label: str) -> tuple[float | None, list[dict[str, Any]]]:
-        verdicts: list[int] = []
-        rows: list[dict[str, Any]] = []
-        for rank, (chunk_id, _) in enumerate(item.chunks):
-            key = CallKey(f"cp-{label}", item.id, (rank,))
-            if key not in first:
-                return None, []
-            parsed = first[key]
-            if parsed is None:
-                failures.append(
-                    f"context precision {chunk_id}: no valid judge output after retries"
-                )
-                rows.append({"chunk_id": chunk_id, "useful": None, "reason": "judge failed"})
-                verdicts.append(0)
-                continue
-            verdict = int(parsed.verdict)
-            verdicts.append(verdict)
-            rows.append({"chunk_id": chunk_id, "useful": bool(verdict), "reason": parsed.reason})
-        failed = any(row["useful"] is None for row in rows)
-        # a chunk the judge could not rate leaves the score unknown rather than lowered
-        return (ragas.average_precision(verdicts) if verdicts and not failed else None), rows
-
-    cp, cp_rows = precision("answer")
-    cp_ref, cp_ref_rows = precision("reference")
-    relevancy = None
-    parsed = first.get(CallKey("relevancy", item.id))
-    if parsed is not None:
-        vectors = embed([item.question, parsed.question])
-        relevancy = 0.0 if parsed.noncommittal else max(0.0, float(vectors[0] @ vectors[1]))
-    elif CallKey("relevancy", item.id) in first:
-        failures.append("answer relevancy: no valid judge output after retries")
-    recall = None
-    parsed = first.get(CallKey("recall", item.id))
-    if parsed is not None:
-        found = [c.attributed for c in parsed.classifications]
-        recall = sum(1 for a in found if a) / len(found) if found else None
-    elif CallKey("recall", item.id) in first:
-        failures.append("context recall: no valid judge output after retries")
-    correctness = None
-    if CallKey("refstatements", item.id) in first and item.reference:
-        classification = first.get(CallKey("correctness", item.id))
-        reference_statements = getattr(
-            first.get(CallKey("refstatements", item.id)), "statements", None
-        )
-        if classification is not None:
-            factuality = ragas.correctness_f1(classification)
-        elif CallKey("correctness", item.id) in first or reference_statements is None:
-            factuality = None
-            failures.append("answer correctness: no valid judge output after retries")
-        else:
-            factuality = 1.0  # RAGAS: no statements on one side counts as a match
-        if factuality is not None:
-            vectors = embed([item.answer, item.reference])
-            similarity = max(0.0, float(vectors[0] @ vectors[1]))
-            correctness = 0.75 * factuality + 0.25 * similarity  # RAGAS default weights
+    """One checks.jsonl record."""
     if outcome == "checked" and failures and not claims:
         outcome = "judge_failed"
-    counts = {
-        v: sum(c.verdict == v for c in claims)
-        for v in ("supported", "unsupported", "contradicted", "unverifiable")
-    }
+    counts = {v: sum(c.verdict == v for c in claims) for v in VERDICTS}
     hallucinated = counts["unsupported"] + counts["contradicted"]
     return {
         "id": item.id,
@@ -603,16 +356,11 @@ def _row(
         "hallucinated": (hallucinated > 0)
         if counts["supported"] + hallucinated
         else (False if outcome == "refusal" else None),
-        "context_precision": cp,
-        "context_precision_with_reference": cp_ref,
-        "context_verdicts": cp_rows,
-        "context_verdicts_with_reference": cp_ref_rows,
-        "answer_relevancy": relevancy,
-        "context_recall": recall,
-        "answer_correctness": correctness,
+        **fields,
         "judge": {
             "calls": usage.calls,
             "prompt_tokens": usage.prompt_tokens,
+            "cached_tokens": usage.cached_tokens,
             "completion_tokens": usage.completion_tokens,
             "seconds": round(usage.seconds, 4),
             "failures": usage.failures,
@@ -620,80 +368,3 @@ def _row(
         },
         "judge_failures": failures,
     }
-
-
-def import_answers(answers_path: Path, out_dir: Path) -> list[AnswerItem]:
-    """Answers produced elsewhere (id, question, contexts, answer, reference?) as a run dir.
-
-    Writes OUT/records.jsonl and OUT/manifest.json (kind "answers", no timings) once, so the
-    check resumes like any run and the report renders it with throughput "not measured".
-    """
-    import hashlib
-
-    from auditor.store import read_run_manifest, write_run_manifest
-
-    try:
-        digest = hashlib.sha256(answers_path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise BadInput(f"{answers_path}: cannot read answers file ({exc.strerror})") from exc
-    rows = []
-    seen: set[str] = set()
-    for where, data in iter_objects(answers_path, "id, question, contexts, answer"):
-        ident, question, contexts = data.get("id"), data.get("question"), data.get("contexts")
-        answer, reference = data.get("answer"), data.get("reference")
-        if not isinstance(ident, str | int) or str(ident) in seen:
-            raise BadInput(f'{where}: missing or duplicate "id"')
-        if not isinstance(question, str) or not isinstance(answer, str):
-            raise BadInput(f'{where}: "question" and "answer" must be strings')
-        if not isinstance(contexts, list) or not all(isinstance(c, str) for c in contexts):
-            raise BadInput(f'{where}: "contexts" must be a list of strings')
-        if reference is not None and not isinstance(reference, str):
-            raise BadInput(f'{where}: "reference" must be a string when present')
-        seen.add(str(ident))
-        rows.append(
-            {
-                "id": str(ident),
-                "question": question,
-                "reference": reference,
-                "retrieved": [
-                    {
-                        "chunk_id": f"context-{k}",
-                        "document": None,
-                        "page": None,
-                        "score": None,
-                        "text": text,
-                    }
-                    for k, text in enumerate(contexts, start=1)
-                ],
-                "answer": answer,
-                "error": None,
-            }
-        )
-    if not rows:
-        raise BadInput(f"{answers_path}: no answers")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    existing = read_run_manifest(out_dir)
-    if existing is not None:
-        if existing.get("source", {}).get("sha256") != digest:
-            raise BadInput(
-                f"{out_dir / 'manifest.json'}: this dir holds answers from another file; use another --out"
-            )
-    else:
-        if (out_dir / "records.jsonl").exists():
-            raise BadInput(f"{out_dir}: holds records.jsonl but no manifest; use another --out")
-        with RecordWriter(out_dir) as writer:
-            for row in rows:
-                writer.write(row)
-        write_run_manifest(
-            out_dir,
-            {
-                "schema_version": 1,
-                "kind": "answers",
-                "run_id": out_dir.name,
-                "source": {"path": str(answers_path), "sha256": digest, "count": len(rows)},
-                "started_at": utc_now(),
-                "status": "complete",
-                "load_regime": {"mode": "not measured"},
-            },
-        )
-    return items_from_run(out_dir)

@@ -1,0 +1,150 @@
+"""Faithfulness, claim by claim: list the answer's claims, check each against its most
+similar chunks (one short label per claim and chunk), decide its verdict, probability, sources
+and evidence. The prompts live in `extraction` and `entailment`; this module plans the judge
+calls with typed keys and reads the replies back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from auditor.config import JudgeConfig
+from auditor.verify.answers import AnswerItem
+from auditor.verify.base import CallKey, Claim, JudgeCall
+from auditor.verify.claims import align_span, sentence_spans
+from auditor.verify.entailment import (
+    ChunkJudgement,
+    claim_decision,
+    entailment_prompt,
+    label_probabilities,
+    missing_figures,
+)
+from auditor.verify.extraction import (
+    ExtractedClaims,
+    claim_kind,
+    claims_prompt,
+    claims_schema,
+    is_question_echo,
+)
+
+__all__ = ["ClaimChecks", "claims_call", "claims_of", "decide", "entailment_calls"]
+
+Embed = Callable[[list[str]], Any]
+# per claim index: its entailment calls and the chunk index each one checks
+ClaimChecks = dict[int, list[tuple[CallKey, int]]]
+
+
+def claims_call(item: AnswerItem, config: JudgeConfig) -> tuple[JudgeCall, type[ExtractedClaims]]:
+    """The call that lists the answer's claims."""
+    prompt = claims_prompt(item.question, item.answer[: config.max_answer_chars])
+    return JudgeCall(
+        CallKey("claims", item.id), prompt, claims_schema(config.max_claims), 900
+    ), ExtractedClaims
+
+
+def entailment_calls(
+    item: AnswerItem, claims: list[Claim], config: JudgeConfig, embed: Embed
+) -> tuple[list[JudgeCall], ClaimChecks]:
+    """One label call per claim and each of its most similar chunks (chunk order, so calls on
+    one chunk share the prompt prefix)."""
+    chunk_texts = [text for _, text in item.chunks]
+    ranked = _cosine_rank(embed, [c.text for c in claims], chunk_texts, config.chunks_per_claim)
+    calls: list[JudgeCall] = []
+    checks: ClaimChecks = {}
+    for index, (claim, chunk_indices) in enumerate(zip(claims, ranked, strict=True)):
+        pairs = checks[index] = []
+        for chunk_index in sorted(int(i) for i in chunk_indices):
+            key = CallKey("entailment", item.id, (index, chunk_index))
+            prompt = entailment_prompt(chunk_texts[chunk_index], claim.text, claim.kind)
+            # max_tokens 1: the label is read from the first token's log-probabilities
+            calls.append(JudgeCall(key, prompt, None, 1, logprobs=20))
+            pairs.append((key, chunk_index))
+    return calls, checks
+
+
+def _cosine_rank(
+    embed: Callable[[list[str]], Any], claims: list[str], chunks: list[str], top: int
+) -> list[list[int]]:
+    """For each claim, the indices of its `top` most similar chunks."""
+    import numpy as np
+
+    vectors = embed(claims + chunks)
+    sims = vectors[: len(claims)] @ vectors[len(claims) :].T
+    return [list(np.argsort(-row, kind="stable")[:top]) for row in sims]
+
+
+def claims_of(item: AnswerItem, extracted: list[str], config: JudgeConfig) -> list[Claim]:
+    """The answer's claims: deduplicated, question echoes dropped, with spans and kinds.
+
+    Falls back to the answer's own sentences when the judge found no claim in it.
+    """
+    body = item.answer[: config.max_answer_chars]
+    texts = [t.strip() for t in extracted if t.strip()]
+    texts = [t for t in texts if not is_question_echo(t, item.question, body)]
+    if not texts:
+        texts = [body[a:b] for a, b in sentence_spans(body)]
+    texts = list(dict.fromkeys(texts))[: config.max_claims]
+    return [Claim(text=t, span=align_span(t, item.answer), kind=claim_kind(t)) for t in texts]
+
+
+def decide(
+    claim: Claim,
+    item: AnswerItem,
+    pairs: list[tuple[CallKey, int]],
+    replies: dict[CallKey, Any],
+    config: JudgeConfig,
+    embed: Callable[[list[str]], Any],
+    failures: list[str],
+) -> None:
+    """The claim's verdict, probability, sources and evidence from its chunk judgements."""
+    judgements = []
+    for key, chunk_index in pairs:
+        chunk_id, text = item.chunks[chunk_index]
+        reply = replies.get(key)
+        if reply is None:
+            failures.append(f"entailment {chunk_id}: no valid judge output after retries")
+            continue
+        probabilities, written = label_probabilities(reply.top_logprobs, reply.text)
+        vetoed = missing_figures(claim.text, text) if claim.kind == "fact" else []
+        judgements.append(ChunkJudgement(chunk_id, probabilities, written, vetoed))
+    claim.checked_chunks = [item.chunks[i][0] for _, i in pairs]
+    verdict, p, supporting, contradicting = claim_decision(
+        judgements, claim.kind, config.support_threshold
+    )
+    claim.verdict, claim.p_supported = verdict, None if p is None else round(p, 4)
+    claim.supporting_chunks, claim.contradicting_chunks = supporting, contradicting
+    deciding = supporting or contradicting
+    if deciding:
+        text = dict(item.chunks)[deciding[0]]
+        claim.evidence = _closest_sentence(claim.text, text, embed)
+    claim.reason = _reason(claim, judgements)
+
+
+def _reason(claim: Claim, judgements: list[ChunkJudgement]) -> str:
+    """One line saying why, in the terms a reviewer checks."""
+    if claim.verdict == "unverifiable":
+        return "judge failed on every check of this claim"
+    vetoed = [j for j in judgements if j.vetoed]
+    if claim.kind == "abstention":
+        if claim.verdict == "supported":
+            return "the answer says the sources lack this, and the checked chunks do not give it"
+        return "the answer says the sources lack this, but a checked chunk gives it"
+    if claim.verdict == "supported":
+        return "the evidence states the claim"
+    if claim.verdict == "contradicted":
+        return "a checked chunk says otherwise"
+    if vetoed and len(vetoed) == len(judgements):
+        return f"the checked chunks never mention {', '.join(vetoed[0].vetoed[:3])}"
+    return "the checked chunks do not state it"
+
+
+def _closest_sentence(claim: str, passage: str, embed: Callable[[list[str]], Any]) -> str:
+    """The sentence of the passage most similar to the claim (what a reviewer reads first)."""
+    spans = sentence_spans(passage)
+    if len(spans) <= 1:
+        return passage.strip()[:400]
+    sentences = [passage[a:b] for a, b in spans]
+    vectors = embed([claim, *sentences])
+    best = int((vectors[1:] @ vectors[0]).argmax())
+    return sentences[best][:400]
