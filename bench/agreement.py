@@ -220,28 +220,36 @@ def _print_claims(
     )
 
 
+FAITHFULNESS_STAGES = ("claims", "entailment")
+
+
 def report_cost(checks: list[dict[str, Any]]) -> None:
-    """Judge tokens per claim (computed vs served from the prefix cache) and seconds per answer."""
+    """Faithfulness's judge cost per claim (the claims and entailment stages; other metrics
+    left out): prompt tokens computed vs served from vLLM's prefix cache, seconds per answer
+    (each answer's judge seconds apportioned by its tokens, as `auditor check` books them)."""
     claims = sum(len(r["claims"]) for r in checks) or 1
-    prompt = sum(r["judge"]["prompt_tokens"] for r in checks)
-    cached = sum(_cached(r["judge"]) for r in checks)
-    completion = sum(r["judge"]["completion_tokens"] for r in checks)
-    seconds = sum(r["judge"]["seconds"] for r in checks)
+    prompt = cached = completion = 0
+    seconds = 0.0
+    for row in checks:
+        judge = row["judge"]
+        stages = [judge["stages"].get(name, {}) for name in FAITHFULNESS_STAGES]
+        mine = sum(s.get("prompt_tokens", 0) + s.get("completion_tokens", 0) for s in stages)
+        every = sum(
+            s.get("prompt_tokens", 0) + s.get("completion_tokens", 0)
+            for s in judge["stages"].values()
+        )
+        prompt += sum(s.get("prompt_tokens", 0) for s in stages)
+        cached += sum(s.get("cached_tokens", 0) for s in stages)
+        completion += sum(s.get("completion_tokens", 0) for s in stages)
+        seconds += judge["seconds"] * mine / every if every else 0.0
     unverifiable = sum(c["verdict"] == "unverifiable" for r in checks for c in r["claims"])
     print(
-        f"judge cost per claim ({claims} claims, {claims / max(1, len(checks)):.1f} per answer): "
+        f"judge cost of faithfulness per claim ({claims} claims, {claims / max(1, len(checks)):.1f} per answer): "
         f"prompt {prompt / claims:.0f} tokens = {(prompt - cached) / claims:.0f} computed + "
         f"{cached / claims:.0f} from the prefix cache; completion {completion / claims:.0f}; "
         f"computed in all {(prompt - cached + completion) / claims:.0f}; "
         f"{seconds / max(1, len(checks)):.1f} s per answer; unverifiable {unverifiable}"
     )
-
-
-def _cached(judge: dict[str, Any]) -> int:
-    """Prompt tokens served from the prefix cache (summed over stages where not totalled)."""
-    if "cached_tokens" in judge:
-        return int(judge["cached_tokens"])
-    return sum(int(stage.get("cached_tokens", 0)) for stage in judge.get("stages", {}).values())
 
 
 def stock_verdicts(judge: Any, items: list[Any], checks: list[dict[str, Any]]) -> dict[str, Any]:
