@@ -22,6 +22,7 @@ from auditor.verify.base import ClaimKind
 
 __all__ = [
     "ExtractedClaims",
+    "abstains",
     "claim_kind",
     "claims_prompt",
     "claims_schema",
@@ -108,7 +109,9 @@ _ABSTENTION = re.compile(
     r"|(?:could\s*(?:not|n't)|can\s*(?:not|n't)|cannot|unable\s+to)\s+"
     r"(?:find|tell|determine|answer|say|confirm|provide)"
     r"|\bno\s+(?:specific\s+|relevant\s+|further\s+|additional\s+)?(?:information|details?|mention|data)\b"
-    r"|insufficient\s+information|does\s*(?:not|n't)\s+appear\s+in)",
+    r"|insufficient\s+information|does\s*(?:not|n't)\s+appear\s+in"
+    r"|\bnothing\s+(?:about|on|regarding|specific)\b|\bno\s+mention\b"
+    r"|\b(?:is|are|was|were)\s*(?:not|n't)\s+(?:mentioned|covered|specified|stated|given|listed)\b)",
     re.IGNORECASE,
 )
 
@@ -116,6 +119,11 @@ _ABSTENTION = re.compile(
 def claim_kind(claim: str) -> ClaimKind:
     """ "abstention" when the claim says the sources lack something, else "fact"."""
     return "abstention" if _ABSTENTION.search(claim) else "fact"
+
+
+def abstains(answer: str) -> bool:
+    """Whether the answer says anywhere that its sources lack something."""
+    return bool(_ABSTENTION.search(answer))
 
 
 def is_question_echo(claim: str, question: str, answer: str) -> bool:

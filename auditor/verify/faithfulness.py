@@ -22,6 +22,7 @@ from auditor.verify.entailment import (
 )
 from auditor.verify.extraction import (
     ExtractedClaims,
+    abstains,
     claim_kind,
     claims_prompt,
     claims_schema,
@@ -82,6 +83,10 @@ def claims_of(item: AnswerItem, extracted: list[str], config: JudgeConfig) -> li
     body = item.answer[: config.max_answer_chars]
     texts = [t.strip() for t in extracted if t.strip()]
     texts = [t for t in texts if not is_question_echo(t, item.question, body)]
+    if not abstains(body):
+        # a claim that the sources lack something, from an answer that never says so, is the
+        # judge imitating its examples (seen: "The documents do not say who designed it")
+        texts = [t for t in texts if claim_kind(t) == "fact"]
     if not texts:
         texts = [body[a:b] for a, b in sentence_spans(body)]
     texts = list(dict.fromkeys(texts))[: config.max_claims]
@@ -106,7 +111,10 @@ def decide(
             failures.append(f"entailment {chunk_id}: no valid judge output after retries")
             continue
         probabilities, written = label_probabilities(reply.top_logprobs, reply.text)
-        vetoed = missing_figures(claim.text, text) if claim.kind == "fact" else []
+        # figures the question gave are its premises, not facts the chunk must state
+        vetoed = (
+            missing_figures(claim.text, text + "\n" + item.question) if claim.kind == "fact" else []
+        )
         judgements.append(ChunkJudgement(chunk_id, probabilities, written, vetoed))
     claim.checked_chunks = [item.chunks[i][0] for _, i in pairs]
     verdict, p, supporting, contradicting = claim_decision(

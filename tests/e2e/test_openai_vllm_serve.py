@@ -208,3 +208,45 @@ def test_client_agrees_with_server_metrics(vllm_server: str) -> None:
     # An answer that ends on EOS gets its last-token time from the finish chunk (the EOS
     # carries no text); without that, client TPOT reads ~7 % low on 15-token answers.
     assert client_tpot == pytest.approx(server_tpot, rel=0.15)
+
+
+def test_judge_over_the_server_reads_label_probabilities(vllm_server: str) -> None:
+    """The judge over HTTP, through the generator's client: a one-token label comes back with
+    the server's top_logprobs (read as label probabilities) and the prefix-cache count; a JSON
+    call honours its schema. SmolLM2 is no judge: only the plumbing is asserted."""
+    import json
+
+    from auditor.verify.base import CallKey, JudgeCall
+    from auditor.verify.entailment import entailment_prompt, label_probabilities
+    from auditor.verify.judges import GeneratorJudge
+
+    cfg = OpenAIGeneratorConfig(
+        kind="openai", model=MODEL_NAME, endpoints=[vllm_server], concurrency=2
+    )
+    judge = GeneratorJudge(OpenAIServerGenerator.from_config(cfg))
+    passage = "Unopened items can be returned within 30 days of delivery."
+    schema = {
+        "type": "object",
+        "properties": {
+            "claims": {"type": "array", "maxItems": 2, "items": {"type": "string", "maxLength": 40}}
+        },
+        "required": ["claims"],
+    }
+    label, listed = judge.complete(
+        [
+            JudgeCall(
+                CallKey("entailment", "a", (0, 0)),
+                entailment_prompt(passage, "Returns take 30 days."),
+                None,
+                1,
+                logprobs=20,
+            ),
+            JudgeCall(CallKey("claims", "a"), "List two facts about Paris as JSON.", schema, 200),
+        ]
+    )
+    judge.close()
+    assert label.error is None and label.completion_tokens == 1
+    assert label.top_logprobs and len(label.top_logprobs) >= 5
+    probabilities, _ = label_probabilities(label.top_logprobs, label.text)
+    assert probabilities is not None and abs(sum(probabilities.values()) - 1.0) < 1e-6
+    assert listed.error is None and isinstance(json.loads(listed.text)["claims"], list)

@@ -335,6 +335,8 @@ def test_claims_prompt_carries_the_question_and_the_rules() -> None:
         "I couldn't find the restocking fee in the documents.",
         "There is no information about parental leave for contractors.",
         "The context does not specify how long the warranty lasts.",
+        "There's nothing about an employee referral bonus in the information I have.",
+        "The bonus amount isn't mentioned anywhere.",
     ],
 )
 def test_abstentions_in_any_wording_are_recognised(claim: str) -> None:
@@ -495,3 +497,31 @@ def test_flagged_at_matches_the_checks_own_verdicts(tmp_path: Path) -> None:
         ]
         assert flagged_at(claims, 0.5) == row["hallucinated"]
         assert 0.0 <= ranking_score(claims) <= 1.0
+
+
+def test_abstentions_the_answer_never_made_are_dropped(tmp_path: Path) -> None:
+    """A judge imitating its examples ("The documents do not say who designed it") adds
+    abstentions to answers that state facts only: they are not the answer's claims."""
+
+    class _Imitator(FakeJudge):
+        def _answer(self, call: Any) -> dict[str, Any]:
+            if "claims" in (call.schema or {}).get("properties", {}):
+                return {"claims": [WARRANTY, "The documents do not say who designed the T9."]}
+            return super()._answer(call)
+
+    _, rows = _check([_item("a", WARRANTY)], tmp_path, judge=_Imitator())
+    assert [c["text"] for c in rows["a"]["claims"]] == [WARRANTY]
+
+
+def test_figures_from_the_question_are_premises_not_vetoed(tmp_path: Path) -> None:
+    """ "At 99.2 % you get a credit": the 99.2 came from the user, the chunk need not state it."""
+    chunk = "Plus subscribers get a service credit of 10% when monthly uptime is below 99.5%."
+    answer = "At 99.2% uptime Plus subscribers get a service credit of 10% when monthly uptime is below 99.5%."
+    item = _item("a", answer, [chunk])
+    item.question = "Our uptime was 99.2% last month. Do we get a credit on Plus?"
+    _, rows = _check([item], tmp_path, judge=_Believer())
+    assert rows["a"]["claims"][0]["verdict"] == "supported"
+    item = _item("b", answer.replace("99.2", "98.7"), [chunk])
+    item.question = "Our uptime was 99.2% last month. Do we get a credit on Plus?"
+    _, rows = _check([item], tmp_path / "b", judge=_Believer())
+    assert "never mention 98.7" in rows["b"]["claims"][0]["reason"]
