@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import html
 import json
 import os
 import tempfile
@@ -316,7 +317,7 @@ def report_stock(gold: dict[str, Any], checks: list[dict[str, Any]], stock: dict
     )
 
 
-def roc_svg(points: list[tuple[float, float]], size: int = 320) -> str:
+def roc_svg(points: list[tuple[float, float]], title: str, size: int = 360) -> str:
     """The ROC curve as a small self-contained SVG."""
     pad = 40
     span = size - 2 * pad
@@ -333,7 +334,7 @@ def roc_svg(points: list[tuple[float, float]], size: int = 320) -> str:
         f'<polyline points="{path}" fill="none" stroke="#3b6ea8" stroke-width="2"/>'
         f'<text x="{size / 2}" y="{size - 10}" text-anchor="middle">false-positive rate (clean answers flagged)</text>'
         f'<text x="12" y="{size / 2}" transform="rotate(-90 12 {size / 2})" text-anchor="middle">true-positive rate</text>'
-        f'<text x="{size / 2}" y="20" text-anchor="middle">ROC, RAGTruth QA dev (answer score)</text>'
+        f'<text x="{size / 2}" y="20" text-anchor="middle">{html.escape(title)}</text>'
         "</svg>\n"
     )
 
