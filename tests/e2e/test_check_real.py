@@ -14,8 +14,8 @@ import pytest
 from auditor.config import load_judge
 from auditor.models import prepare_model
 from auditor.store import read_jsonl
-from auditor.verify.check import AnswerItem, check_items, import_answers
 from auditor.verify.base import Judge
+from auditor.verify.check import AnswerItem, check_items, import_answers
 from auditor.verify.judges import make_judge
 from tests.conftest import MODELS_DIR
 
