@@ -121,6 +121,8 @@ class Claim:
     supporting_chunks: list[str] = field(default_factory=list)
     contradicting_chunks: list[str] = field(default_factory=list)
     checked_chunks: list[str] = field(default_factory=list)
+    # per checked chunk: the judge's label probabilities, the label it wrote, vetoed figures
+    judgements: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

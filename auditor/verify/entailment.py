@@ -118,6 +118,19 @@ class ChunkJudgement:
     written: str | None  # the label the judge wrote
     vetoed: list[str]  # figures of the claim the chunk lacks
 
+    def to_json(self) -> dict[str, object]:
+        probabilities = (
+            None
+            if self.probabilities is None
+            else {label: round(value, 4) for label, value in self.probabilities.items()}
+        )
+        return {
+            "chunk": self.chunk_id,
+            "probabilities": probabilities,
+            "written": self.written,
+            "vetoed": self.vetoed,
+        }
+
     @property
     def p_true(self) -> float | None:
         """The probability that this chunk states the claim (0 when vetoed); None without

@@ -47,15 +47,17 @@ def claims_call(item: AnswerItem, config: JudgeConfig) -> tuple[JudgeCall, type[
 def entailment_calls(
     item: AnswerItem, claims: list[Claim], config: JudgeConfig, embed: Embed
 ) -> tuple[list[JudgeCall], ClaimChecks]:
-    """One label call per claim and each of its most similar chunks (chunk order, so calls on
-    one chunk share the prompt prefix)."""
+    """One label call per claim and each of its likeliest source chunks (chunk order, so calls
+    on one chunk share the prompt prefix)."""
     chunk_texts = [text for _, text in item.chunks]
-    ranked = _cosine_rank(embed, [c.text for c in claims], chunk_texts, config.chunks_per_claim)
+    ranked = rank_chunks(
+        embed, [c.text for c in claims], chunk_texts, item.question, config.chunks_per_claim
+    )
     calls: list[JudgeCall] = []
     checks: ClaimChecks = {}
     for index, (claim, chunk_indices) in enumerate(zip(claims, ranked, strict=True)):
         pairs = checks[index] = []
-        for chunk_index in sorted(int(i) for i in chunk_indices):
+        for chunk_index in sorted(chunk_indices):
             key = CallKey("entailment", item.id, (index, chunk_index))
             prompt = entailment_prompt(chunk_texts[chunk_index], claim.text, claim.kind)
             # max_tokens 1: the label is read from the first token's log-probabilities
@@ -64,15 +66,34 @@ def entailment_calls(
     return calls, checks
 
 
-def _cosine_rank(
-    embed: Callable[[list[str]], Any], claims: list[str], chunks: list[str], top: int
+def rank_chunks(
+    embed: Embed, claims: list[str], chunks: list[str], question: str, top: int
 ) -> list[list[int]]:
-    """For each claim, the indices of its `top` most similar chunks."""
+    """For each claim, the indices of the `top` chunks likeliest to be its source.
+
+    A chunk that writes every figure of the claim comes first (a figure is the sharpest sign of
+    where a fact came from); then the chunk with the sentence closest to the claim. Sentences,
+    not whole chunks, are compared: the embedder reads only a chunk's first 256 word pieces.
+    """
     import numpy as np
 
-    vectors = embed(claims + chunks)
+    sentences: list[str] = []
+    owners: list[int] = []
+    for index, chunk in enumerate(chunks):
+        spans = sentence_spans(chunk) or [(0, len(chunk))]
+        sentences.extend(chunk[a:b] for a, b in spans)
+        owners.extend([index] * len(spans))
+    vectors = embed(claims + sentences)
     sims = vectors[: len(claims)] @ vectors[len(claims) :].T
-    return [list(np.argsort(-row, kind="stable")[:top]) for row in sims]
+    ranked = []
+    for claim, row in zip(claims, sims, strict=True):
+        best = np.full(len(chunks), -np.inf)
+        for owner, sim in zip(owners, row, strict=True):
+            best[owner] = max(best[owner], float(sim))
+        has_figures = [not missing_figures(claim, chunk + "\n" + question) for chunk in chunks]
+        order = sorted(range(len(chunks)), key=lambda i: (not has_figures[i], -best[i]))
+        ranked.append(order[:top])
+    return ranked
 
 
 def claims_of(item: AnswerItem, extracted: list[str], config: JudgeConfig) -> list[Claim]:
@@ -117,6 +138,7 @@ def decide(
         )
         judgements.append(ChunkJudgement(chunk_id, probabilities, written, vetoed))
     claim.checked_chunks = [item.chunks[i][0] for _, i in pairs]
+    claim.judgements = [judgement.to_json() for judgement in judgements]
     verdict, p, supporting, contradicting = claim_decision(
         judgements, claim.kind, config.support_threshold
     )

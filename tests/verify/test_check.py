@@ -525,3 +525,41 @@ def test_figures_from_the_question_are_premises_not_vetoed(tmp_path: Path) -> No
     item.question = "Our uptime was 99.2% last month. Do we get a credit on Plus?"
     _, rows = _check([item], tmp_path / "b", judge=_Believer())
     assert "never mention 98.7" in rows["b"]["claims"][0]["reason"]
+
+
+def test_a_claims_figures_choose_its_source_chunk_before_similarity() -> None:
+    """The chunk that writes the claim's figures is checked, even when another chunk reads
+    closer; without figures, the chunk with the closest sentence (not the closest opening) wins."""
+    from auditor.verify.faithfulness import rank_chunks
+
+    embed = FakeEmbedder().embed
+    chunks = [
+        "The T9 Pro thermostat supports remote sensors in every room of the house.",
+        "Sensor limits. Averaging works with up to 10 sensors on a T9 Pro.",
+        "Shipping is free. Opening hours are nine to five. The T9 Pro thermostat has a clock.",
+    ]
+    (ranked,) = rank_chunks(
+        embed, ["The T9 Pro thermostat supports 10 remote sensors."], chunks, "How many?", 1
+    )
+    assert ranked == [1]
+    # the question's figures are premises: every chunk "has" them, similarity decides
+    (ranked,) = rank_chunks(
+        embed, ["The T9 Pro thermostat supports remote sensors in 2 rooms."], chunks, "2 rooms?", 1
+    )
+    assert ranked == [0]
+    # sentence level: chunk 2's last sentence matches although its opening does not
+    (ranked,) = rank_chunks(embed, ["The T9 Pro thermostat has a clock."], chunks, "Clock?", 1)
+    assert ranked == [2]
+
+
+def test_every_claim_keeps_the_judges_word_per_chunk(tmp_path: Path) -> None:
+    """Each checked chunk's label probabilities are kept, so a reviewer (and the bench) can see
+    why a claim got its p_supported."""
+    _check(
+        [_item("one", "The T9 thermostat warranty lasts 2 years from the delivery date.")], tmp_path
+    )
+    (row,) = read_jsonl(tmp_path / "checks.jsonl")
+    for claim in row["claims"]:
+        assert [j["chunk"] for j in claim["judgements"]] == claim["checked_chunks"]
+        for judgement in claim["judgements"]:
+            assert set(judgement) == {"chunk", "probabilities", "written", "vetoed"}
