@@ -27,6 +27,12 @@ PASSAGE = (
 )
 
 
+def _faithfulness_only() -> Any:
+    """The default judge checking faithfulness alone (context precision costs ~4x as much and
+    these tests are about claims)."""
+    return load_judge(None, {"metrics": ["faithfulness"]})
+
+
 @pytest.fixture(scope="module")
 def judge() -> Iterator[Judge]:
     prepare_model("qwen2.5-coder-1.5b-instruct", cache=MODELS_DIR)
@@ -142,7 +148,7 @@ def test_the_demos_contradictory_answers_are_not_both_supported(
         item("sensors-6", q001, "6"),
         item("sensors-10", q001, "You can connect up to 10 remote sensors to a T9 Pro."),
     ]
-    check_items(items, tmp_path, load_judge(None), judge, real_embedder.embed)
+    check_items(items, tmp_path, _faithfulness_only(), judge, real_embedder.embed)
     rows = {row["id"]: row for row in read_jsonl(tmp_path / "checks.jsonl")}
     assert rows["charged-no"]["hallucinated"] is True
     assert rows["sensors-6"]["hallucinated"] is True
@@ -180,7 +186,7 @@ def test_contrast_set_floors(judge: Judge, real_embedder: Any, tmp_path: Path) -
     answers = tmp_path / "contrast.jsonl"
     answers.write_text("".join(json.dumps(row) + "\n" for row in sample), encoding="utf-8")
     items = import_answers(answers, tmp_path / "run")
-    check_items(items, tmp_path / "run", load_judge(None), judge, real_embedder.embed)
+    check_items(items, tmp_path / "run", _faithfulness_only(), judge, real_embedder.embed)
     labels = {row["id"]: row for row in sample}
     figures = contrast_figures(labels, read_jsonl(tmp_path / "run" / "checks.jsonl"))
     print(f"contrast sample: {figures}")
