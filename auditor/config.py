@@ -387,16 +387,31 @@ def format_validation_error(source: str, error: ValidationError) -> str:
     return "\n".join(lines)
 
 
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """A TOML file as a mapping; BadInput naming the file (and line) when it cannot be read."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read {what} ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        line = raw_line_of(path, exc.start)
+        raise BadInput(
+            f"{path}:{line}: not UTF-8 (byte {exc.object[exc.start]:#04x}); save the {what} as UTF-8"
+        ) from exc
+    try:
+        return tomllib.loads(raw)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{path}: invalid TOML: {exc}") from exc
+
+
+def raw_line_of(path: Path, offset: int) -> int:
+    """The 1-based line of a byte offset in a file."""
+    return path.read_bytes()[:offset].count(b"\n") + 1
+
+
 def load_judge(path: Path | None, overrides: dict[str, Any] | None = None) -> JudgeConfig:
     """The judge config from a TOML file, or the built-in CPU default."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise BadInput(f"{path}: cannot read judge file ({exc.strerror})") from exc
-        except tomllib.TOMLDecodeError as exc:
-            raise BadInput(f"{path}: invalid TOML: {exc}") from exc
+    data: dict[str, Any] = read_toml(path, "judge file") if path is not None else {}
     if "generator" not in data:  # overrides of generator.* adjust the default judge model
         data["generator"] = _default_judge_generator().model_dump(mode="json", exclude_unset=True)
     try:
@@ -407,14 +422,7 @@ def load_judge(path: Path | None, overrides: dict[str, Any] | None = None) -> Ju
 
 def load_pipeline(path: Path, overrides: dict[str, Any] | None = None) -> PipelineConfig:
     """Read and validate a pipeline file; raise BadInput naming the file and key on error."""
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read pipeline file ({exc.strerror})") from exc
-    try:
-        data = tomllib.loads(raw)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadInput(f"{path}: invalid TOML: {exc}") from exc
+    data = read_toml(path, "pipeline file")
     data.setdefault("name", path.stem)
     return validate_pipeline(data, str(path), overrides)
 

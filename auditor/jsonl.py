@@ -18,13 +18,18 @@ def iter_objects(path: Path, fields: str) -> Iterator[tuple[str, dict[str, Any]]
     `fields` names what an object should hold, for the message (e.g. "id and question").
     """
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        # split on "\n" only: str.splitlines() also breaks at U+2028/U+2029/U+0085, which
+        # JSON allows raw inside strings
+        lines = path.read_text(encoding="utf-8").split("\n")
     except FileNotFoundError as exc:
         raise BadInput(f"{path}: no such file") from exc
     except OSError as exc:
         raise BadInput(f"{path}: cannot read it ({exc.strerror})") from exc
     except UnicodeDecodeError as exc:
-        raise BadInput(f"{path}: not UTF-8; convert it, e.g. iconv -f latin1 -t utf-8") from exc
+        bad_line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise BadInput(
+            f"{path}:{bad_line}: not UTF-8; convert it, e.g. iconv -f latin1 -t utf-8"
+        ) from exc
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue

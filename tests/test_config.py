@@ -128,3 +128,28 @@ def test_every_config_field_is_documented() -> None:
         if not field.description and name not in {"embedder", "chunking", "ingest", "retrieval"}
     ]
     assert missing == []
+
+
+@pytest.mark.parametrize("command", [["config", "show"], ["check", "--judge"]])
+def test_a_non_utf8_toml_is_one_line_naming_file_and_line(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """A Latin-1 pipeline or judge file is refused in one line with its line, not a traceback."""
+    from click.testing import CliRunner
+
+    from auditor.cli import cli
+
+    path = tmp_path / "latin1.toml"
+    path.write_bytes('name = "x"\n# caf\xe9\n'.encode("latin-1"))
+    args = [*command, str(path)]
+    if command[0] == "check":
+        args += ["--answers", str(tmp_path / "answers.jsonl"), "--out", str(tmp_path / "out")]
+        (tmp_path / "answers.jsonl").write_text(
+            '{"id": "a", "question": "q", "answer": "a", "contexts": ["c"]}\n', encoding="utf-8"
+        )
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    (line,) = [line for line in result.output.splitlines() if "latin1.toml" in line]
+    assert "latin1.toml:2: not UTF-8 (byte 0xe9); save the" in line

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,17 @@ def test_bad_question_lines(tmp_path: Path, content: str, message: str) -> None:
     path.write_text(content, encoding="utf-8")
     with pytest.raises(BadInput, match=message):
         load_questions(path)
+
+
+def test_line_separators_inside_json_strings_are_text(tmp_path: Path) -> None:
+    """U+2028, U+2029 and U+0085 are legal raw inside JSON strings: they do not end a line."""
+    path = tmp_path / "q.jsonl"
+    rows = [
+        {"id": "a", "question": "Warranty?\u2028Which one?"},
+        {"id": "b", "question": "Returns\u2029policy\u0085today?"},
+    ]
+    path.write_text(
+        "\r\n".join(json.dumps(row, ensure_ascii=False) for row in rows) + "\r\n", encoding="utf-8"
+    )
+    questions = load_questions(path)
+    assert [q.question for q in questions] == [row["question"] for row in rows]

@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from auditor.cli.options import judge_option
 from auditor.cli.progress import StderrProgress
+from auditor.errors import AuditorError
+
+if TYPE_CHECKING:
+    from auditor.verify.check import CheckSummary
 
 __all__ = ["check"]
 
@@ -86,7 +91,17 @@ def check(
                 indent=2,
             )
         )
-        return
+    else:
+        _print_summary(summary, target)
+    if summary.judge_failed_throughout:
+        raise AuditorError(
+            f"the judge failed on every claim ({summary.unverifiable} unverifiable, "
+            f"{summary.outcomes.get('judge_failed', 0)} answers judge_failed): see judge_failures "
+            f"in {target / 'checks.jsonl'}; fix the judge, remove that file and check again"
+        )
+
+
+def _print_summary(summary: CheckSummary, target: Path) -> None:
     rate = summary.hallucination_rate
     computed = (
         summary.judge_prompt_tokens - summary.judge_cached_tokens + summary.judge_completion_tokens

@@ -85,6 +85,12 @@ class CheckSummary:
         judged = self.supported + self.unsupported + self.contradicted
         return (self.unsupported + self.contradicted) / judged if judged else None
 
+    @property
+    def judge_failed_throughout(self) -> bool:
+        """No claim got a verdict and the judge is why (not: nothing needed checking)."""
+        judged = self.supported + self.unsupported + self.contradicted
+        return judged == 0 and self.unverifiable + self.outcomes.get("judge_failed", 0) > 0
+
 
 def _parse(reply: JudgeReply, model: type[BaseModel]) -> BaseModel | None:
     if reply.error or not reply.text:

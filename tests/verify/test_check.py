@@ -563,3 +563,22 @@ def test_every_claim_keeps_the_judges_word_per_chunk(tmp_path: Path) -> None:
         assert [j["chunk"] for j in claim["judgements"]] == claim["checked_chunks"]
         for judgement in claim["judgements"]:
             assert set(judgement) == {"chunk", "probabilities", "written", "vetoed"}
+
+
+def test_a_check_the_judge_failed_throughout_exits_non_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every judge call failing is not a clean check: summary printed, one-line error, exit 1."""
+    broken = FakeJudge()
+    broken.garbage_for = ("claims", "entailment")
+    monkeypatch.setattr("auditor.verify.judges.make_judge", lambda config: broken)
+    monkeypatch.setattr("auditor.ingest.embed.load_embedder", lambda config: FakeEmbedder())
+    answers = tmp_path / "a.jsonl"
+    answers.write_text(
+        json.dumps({"id": "x", "question": "q", "contexts": [WARRANTY], "answer": WARRANTY}) + "\n"
+    )
+    args = ["check", "--answers", str(answers), "--out", str(tmp_path / "o"), "-q"]
+    result = CliRunner().invoke(cli, [*args, "--set", "retries=0"])
+    assert result.exit_code == 1
+    assert "0 supported" in result.stdout
+    assert result.stderr.count("\n") == 1 and "the judge failed on every claim" in result.stderr
