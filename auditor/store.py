@@ -56,6 +56,14 @@ def read_records(run_dir: Path, repair: bool = False) -> list[dict[str, Any]]:
     return read_jsonl(run_dir / RECORDS, repair=repair)
 
 
+class _NotANumber(Exception):
+    """NaN/Infinity in an artifact: Python writes and reads them, JSON does not have them."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotANumber(name)
+
+
 def read_jsonl(path: Path, repair: bool = False) -> list[dict[str, Any]]:
     """Every complete line of an append-only JSONL artifact; with `repair`, a torn last line
     (a crash mid-write) is cut off so that appending resumes cleanly."""
@@ -70,7 +78,12 @@ def read_jsonl(path: Path, repair: bool = False) -> list[dict[str, Any]]:
             good_end += len(line) + 1
             continue
         try:
-            records.append(json.loads(line))
+            records.append(json.loads(line, parse_constant=_refuse_constant))
+        except _NotANumber as exc:
+            raise BadInput(
+                f"{path}:{number}: {exc} is not a number (JSON has no NaN or Infinity); "
+                "the file was edited by hand? write null"
+            ) from exc
         except ValueError as exc:
             is_last = data[good_end + len(line) :].strip() == b""
             if not is_last:

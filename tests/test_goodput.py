@@ -133,3 +133,13 @@ def test_answers_from_logs_have_no_throughput() -> None:
     assert _value(summary, "tps") is None and _value(summary, "goodput_tps") is None
     assert _value(summary, "slo_goodput_rps") is None
     assert _value(summary, "hallucination_rate") == 0.0
+
+
+def test_durations_read_in_the_unit_a_person_uses() -> None:
+    from auditor.report import format_duration_ms
+
+    assert format_duration_ms(840.4) == "840 ms"
+    assert format_duration_ms(76_627) == "76.6 s"
+    assert format_duration_ms(1_234) == "1.23 s"
+    assert format_duration_ms(725_000) == "12 min 5 s"
+    assert format_duration_ms(None) == "n/a" and format_duration_ms(float("nan")) == "n/a"

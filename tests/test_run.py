@@ -236,3 +236,16 @@ def test_cli_run_missing_index(tmp_path: Path) -> None:
 
 
 PIPELINE_TOML = '[ingest.embedder]\nmodel = "fake-words"\n[generator]\nkind = "vllm"\nmodel = "smollm2-135m-instruct"\n'
+
+
+def test_artifacts_with_nan_are_refused_in_one_line(tmp_path: Path) -> None:
+    """A hand-edited NaN would flow into summaries and reports as "nan%": refused by file and
+    line, even on the last line (which a torn-line repair would otherwise cut silently)."""
+    from auditor.errors import BadInput
+    from auditor.store import read_jsonl
+
+    path = tmp_path / "checks.jsonl"
+    path.write_text('{"id": "a", "faithfulness": 1.0}\n{"id": "b", "faithfulness": NaN}\n')
+    with pytest.raises(BadInput, match=r"checks.jsonl:2: NaN is not a number .* write null"):
+        read_jsonl(path, repair=True)
+    assert path.read_text().count("\n") == 2  # nothing cut

@@ -61,7 +61,9 @@ def run(
 
 
 def _ms(seconds: float | None) -> str:
-    return "n/a" if seconds is None else f"{seconds * 1000:.0f} ms"
+    from auditor.report import format_duration_ms
+
+    return format_duration_ms(None if seconds is None else seconds * 1000)
 
 
 def format_summary(name: str, summary: RunSummary) -> str:

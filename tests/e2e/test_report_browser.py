@@ -58,3 +58,28 @@ def test_filters_and_search(report: Path) -> None:
         page.fill("#filter-text", "return a thermostat")
         assert page.locator("section.question:visible").count() == 1
         assert "2 answers shown" in page.locator("#filter-count").inner_text()
+
+
+def test_the_script_runs_by_its_hash_and_huge_text_wraps(
+    corpus: tuple[Path, Path],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The CSP admits only our script (by hash, no 'unsafe-inline'), and a 20,000-character
+    question or answer without a space wraps instead of widening the page."""
+    import json
+
+    _, questions = corpus
+    questions.write_text(
+        json.dumps({"id": "q1", "question": "W" * 20_000})
+        + "\n"
+        + json.dumps({"id": "q2", "question": "Within how many days can I return a thermostat?"})
+        + "\n"
+    )
+    out = tmp_path / "wide"
+    _audit(corpus, out, {"good": ["x" * 20_000, GOOD[1]]})
+    html = (out / "report.html").read_text()
+    assert "'unsafe-inline'; img-src" not in html and "script-src 'sha256-" in html
+    with open_report(out / "report.html") as (page, log):
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+        assert "2 answers shown" in page.locator("#filter-count").inner_text()  # script ran
+    assert log.console_errors == [] and log.page_errors == []
