@@ -43,6 +43,11 @@ __all__ = ["ingest"]
     "--strict", is_flag=True, help="Fail on the first bad document instead of skipping it."
 )
 @click.option("--rebuild", is_flag=True, help="Ignore the existing index and cache; build anew.")
+@click.option(
+    "--allow-outside-links",
+    is_flag=True,
+    help="Read symbolic links that point outside CORPUS_DIR (skipped and listed by default).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the ingest report as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def ingest(
@@ -57,6 +62,7 @@ def ingest(
     device: str | None,
     strict: bool,
     rebuild: bool,
+    allow_outside_links: bool,
     as_json: bool,
     quiet: bool,
 ) -> None:
@@ -89,7 +95,10 @@ def ingest(
             strict=strict,
             rebuild=rebuild,
             progress=_IngestProgress(display),
+            allow_outside_links=allow_outside_links,
         )
+        for path, why in report.skipped:
+            display.warn(f"skipped {path}: {why}")
     if as_json:
         click.echo(json.dumps(_report_json(report), indent=2))
     else:
@@ -127,6 +136,7 @@ def _report_json(report: Any) -> dict[str, Any]:
             for e in report.rejected
         ],
         "unsupported": report.unsupported,
+        "skipped": [{"path": path, "reason": why} for path, why in report.skipped],
         "chunks_embedded": report.chunks_embedded,
         "chunks_reused": report.chunks_reused,
         "seconds": round(report.seconds, 3),
@@ -173,6 +183,8 @@ def _print_report(report: Any) -> None:
         click.echo(
             f"{len(report.rejected)} documents skipped (see warnings above; --strict fails on them)."
         )
+    if report.skipped:
+        click.echo(f"{len(report.skipped)} links or special files skipped (see warnings above).")
     if report.unsupported:
         click.echo(
             f"{len(report.unsupported)} files of unsupported types ignored "

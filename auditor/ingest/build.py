@@ -61,6 +61,7 @@ class IngestReport:
     deleted: list[str] = field(default_factory=list)
     rejected: list[DocumentError] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why): links, FIFOs
     chunks_embedded: int = 0
     chunks_reused: int = 0
     seconds: float = 0.0
@@ -168,6 +169,7 @@ def ingest_corpus(
     strict: bool = False,
     rebuild: bool = False,
     progress: IngestProgress | None = None,
+    allow_outside_links: bool = False,
 ) -> IngestReport:
     """Index every supported document of `corpus_dir` into `index_dir`.
 
@@ -183,7 +185,8 @@ def ingest_corpus(
     started = time.perf_counter()
     if not corpus_dir.is_dir():
         raise BadInput(f"{corpus_dir}: no such folder; pass the folder that holds the documents")
-    files, unsupported = discover_files(corpus_dir)
+    found = discover_files(corpus_dir, allow_outside_links)
+    files, unsupported = found.supported, found.unsupported
     if not files:
         suffixes = ", ".join(sorted(set(SUPPORTED_SUFFIXES)))
         raise BadInput(f"{corpus_dir}: no supported documents ({suffixes}) in this folder")
@@ -220,6 +223,7 @@ def ingest_corpus(
         )
     report.rejected = rejected
     report.unsupported = [p.relative_to(corpus_dir).as_posix() for p in unsupported]
+    report.skipped = found.skipped
     report.seconds = time.perf_counter() - started
     return report
 

@@ -14,7 +14,13 @@ from pathlib import Path
 
 from auditor.types import Document, Page
 
-__all__ = ["SUPPORTED_SUFFIXES", "DocumentError", "discover_files", "read_document"]
+__all__ = [
+    "SUPPORTED_SUFFIXES",
+    "DiscoveredFiles",
+    "DocumentError",
+    "discover_files",
+    "read_document",
+]
 
 SUPPORTED_SUFFIXES: dict[str, str] = {
     ".md": "md",
@@ -40,16 +46,58 @@ class DocumentError(Exception):
         return f"{where}: {self.problem}; {self.fix}"
 
 
-def discover_files(corpus_dir: Path) -> tuple[list[Path], list[Path]]:
-    """All files under the folder, split into (supported, unsupported); hidden ones ignored."""
-    supported: list[Path] = []
-    unsupported: list[Path] = []
+@dataclass
+class DiscoveredFiles:
+    """What a corpus folder holds: documents to read, files of other types, and entries
+    skipped for safety (with why), so nothing is dropped without a word."""
+
+    supported: list[Path]
+    unsupported: list[Path]
+    skipped: list[tuple[str, str]]  # (path relative to the corpus, reason)
+
+
+def discover_files(corpus_dir: Path, allow_outside_links: bool = False) -> DiscoveredFiles:
+    """All files under the folder; hidden ones ignored.
+
+    A symbolic link is followed only when it resolves inside the corpus folder (unless
+    `allow_outside_links`): a link such as `passwd.txt -> /etc/passwd` would otherwise carry
+    any file of the machine into the index, prompts, remote endpoints and reports. Dangling
+    links, FIFOs, sockets and devices are skipped and listed; links to folders are not followed.
+    """
+    root = corpus_dir.resolve()
+    found = DiscoveredFiles([], [], [])
     for path in sorted(corpus_dir.rglob("*")):
         rel = path.relative_to(corpus_dir)
-        if any(part.startswith(".") for part in rel.parts) or not path.is_file():
+        if any(part.startswith(".") for part in rel.parts):
             continue
-        (supported if path.suffix.lower() in SUPPORTED_SUFFIXES else unsupported).append(path)
-    return supported, unsupported
+        reason = _skip_reason(path, root, allow_outside_links)
+        if reason == "folder":
+            continue
+        if reason is not None:
+            found.skipped.append((rel.as_posix(), reason))
+            continue
+        (
+            found.supported if path.suffix.lower() in SUPPORTED_SUFFIXES else found.unsupported
+        ).append(path)
+    return found
+
+
+def _skip_reason(path: Path, root: Path, allow_outside_links: bool) -> str | None:
+    """Why an entry is not read as a file ("folder" for plain folders), None to read it."""
+    if path.is_symlink():
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return "dangling or looping symbolic link"
+        if not allow_outside_links and not target.is_relative_to(root):
+            return f"symbolic link to {target}, outside the corpus (--allow-outside-links reads it)"
+        if target.is_dir():
+            return "symbolic link to a folder (not followed)"
+    if path.is_dir():
+        return "folder"
+    if not path.is_file():
+        return "not a regular file (FIFO, socket or device)"
+    return None
 
 
 def read_document(path: Path, corpus_dir: Path, max_bytes: int) -> Document:

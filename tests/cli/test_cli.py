@@ -92,6 +92,23 @@ def test_bad_file_is_warned_on_stderr_and_strict_exits_2(
     assert not (tmp_path / "b").exists()
 
 
+def test_a_link_out_of_the_corpus_is_warned_and_never_indexed(
+    write_corpus: WriteCorpus, tmp_path: Path, use_fake_embedder: FakeEmbedder
+) -> None:
+    """`passwd.txt -> a file elsewhere`: one warning naming it, and its text is not indexed."""
+    corpus = write_corpus(DOCS)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0:hunter2")
+    (corpus / "passwd.txt").symlink_to(secret)
+    code, out, err = _invoke("ingest", str(corpus), "--index", str(tmp_path / "i"), "-q")
+    assert code == 0, err
+    assert "warning: skipped passwd.txt: symbolic link to " in err
+    assert "1 links or special files skipped" in out
+    index_text = b"".join(f.read_bytes() for f in (tmp_path / "i").rglob("*") if f.is_file())
+    assert b"hunter2" not in index_text
+    assert b"warranty" in index_text.lower()  # the real documents are there
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -110,17 +110,42 @@ def test_discover_skips_hidden_and_splits_unsupported(write_corpus: WriteCorpus)
     root = write_corpus(
         {"a.md": "x", "sub/b.TXT": "y", ".git/c.txt": "z", ".hidden.md": "h", "img.png": b"\x89PNG"}
     )
-    supported, unsupported = discover_files(root)
-    assert [p.relative_to(root).as_posix() for p in supported] == ["a.md", "sub/b.TXT"]
-    assert [p.name for p in unsupported] == ["img.png"]
+    found = discover_files(root)
+    assert [p.relative_to(root).as_posix() for p in found.supported] == ["a.md", "sub/b.TXT"]
+    assert [p.name for p in found.unsupported] == ["img.png"] and found.skipped == []
 
 
 def test_bundled_corpus_reads_cleanly() -> None:
     """Every document of the bundled Kestrel corpus is valid, in all four formats."""
-    files, unsupported = discover_files(KESTREL / "docs")
-    docs = [read_document(f, KESTREL / "docs", 50 * MB) for f in files]
-    assert not unsupported
+    found = discover_files(KESTREL / "docs")
+    docs = [read_document(f, KESTREL / "docs", 50 * MB) for f in found.supported]
+    assert not found.unsupported and not found.skipped
     assert {d.format for d in docs} == {"md", "txt", "html", "pdf"}
     assert 15 <= len(docs) <= 30
     assert all(len(d.text.split()) >= 200 for d in docs)
     assert all("<script" not in d.text and "alert(" not in d.text for d in docs)
+
+
+def test_links_leaving_the_corpus_and_special_files_are_skipped_and_listed(
+    write_corpus: WriteCorpus, tmp_path: Path
+) -> None:
+    """`passwd.txt -> /etc/passwd` never reaches the index unless allowed; links inside the
+    corpus are read; dangling links, FIFOs and links to folders are listed with why."""
+    import os
+
+    root = write_corpus({"a.md": "inside", "sub/b.txt": "more"})
+    outside = tmp_path / "secret.txt"
+    outside.write_text("password")
+    (root / "passwd.txt").symlink_to(outside)
+    (root / "alias.md").symlink_to(root / "a.md")
+    (root / "gone.txt").symlink_to(tmp_path / "missing.txt")
+    (root / "elsewhere").symlink_to(tmp_path, target_is_directory=True)
+    os.mkfifo(root / "pipe.txt")
+    found = discover_files(root)
+    assert sorted(p.name for p in found.supported) == ["a.md", "alias.md", "b.txt"]
+    reasons = dict(found.skipped)
+    assert set(reasons) == {"passwd.txt", "gone.txt", "elsewhere", "pipe.txt"}
+    assert "outside the corpus (--allow-outside-links reads it)" in reasons["passwd.txt"]
+    assert "dangling" in reasons["gone.txt"] and "FIFO" in reasons["pipe.txt"]
+    allowed = discover_files(root, allow_outside_links=True)
+    assert "passwd.txt" in {p.name for p in allowed.supported}
