@@ -309,6 +309,12 @@ class JudgeConfig(_Model):
         "states it reaches this; chosen on labelled answers by `bench/agreement.py --cv` "
         "(the threshold with the highest balanced accuracy).",
     )
+    quote_check: bool = Field(
+        False,
+        description="Ask the judge a second, focused question per claim: does the quote (the "
+        "deciding chunk's sentences closest to the claim) state it? p_supported becomes "
+        "p(chunk states it) x (1 - p(quote says otherwise)).",
+    )
     chunks_per_claim: int = Field(
         2,
         ge=1,

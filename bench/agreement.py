@@ -76,6 +76,11 @@ def main() -> None:
         help="Stock RAGAS on the first N answers only (it costs ~3x ours on 2 cores).",
     )
     parser.add_argument(
+        "--quotes",
+        action="store_true",
+        help="Also score with the quote check, from OUT/quotes.json (bench/quote_pass.py OUT).",
+    )
+    parser.add_argument(
         "--score-only",
         action="store_true",
         help="Judge nothing: score the answers already checked in --out (a partial run).",
@@ -130,6 +135,8 @@ def main() -> None:
     else:
         thresholds = report_at(gold, checks, config.support_threshold)
     report_cost(checks)
+    if args.quotes:
+        report_quotes(gold, checks, out, config.support_threshold, args.cv)
     if args.stock and stock_path.exists():
         report_stock(gold, checks, json.loads(stock_path.read_text()), thresholds)
     print(
@@ -301,6 +308,30 @@ def stock_verdicts(judge: Any, items: list[Any], checks: list[dict[str, Any]]) -
             "completion_tokens": reply.completion_tokens,
         }
     return results
+
+
+def report_quotes(
+    gold: dict[str, Any], checks: list[dict[str, Any]], out: Path, threshold: float, cv: bool
+) -> None:
+    """The same answers scored with the quote check folded in (bench/quote_pass.py)."""
+    from bench.quote_pass import with_quotes
+
+    path = out / "quotes.json"
+    if not path.exists():
+        print(f"no {path}: run bench/quote_pass.py {out} first")
+        return
+    quotes = json.loads(path.read_text(encoding="utf-8"))
+    rows = with_quotes(checks, quotes["answers"], threshold)
+    asked = sum(len(v) for v in quotes["answers"].values())
+    print(
+        f"with the quote check ({asked} quote calls, "
+        f"{(quotes['prompt_tokens'] - quotes['cached_tokens']) / max(1, asked):.0f} computed "
+        f"tokens each, {quotes['seconds']:.0f} s in all):"
+    )
+    if cv:
+        report_cv(gold, rows, None)
+    else:
+        report_at(gold, rows, threshold)
 
 
 def report_stock(

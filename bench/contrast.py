@@ -24,6 +24,7 @@ from typing import Any
 from auditor.config import load_judge, parse_set_option
 from auditor.store import read_jsonl
 from auditor.verify.check import check_run, import_answers
+from auditor.verify.claims import flagged_at
 
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
 CONTRAST = Path(__file__).resolve().parents[1] / "corpora" / "kestrel" / "contrast.jsonl"
@@ -38,13 +39,18 @@ def share_interval(flags: list[bool], rounds: int = 2000) -> tuple[float, float]
     return shares[int(0.025 * rounds)], shares[int(0.975 * rounds) - 1]
 
 
-def contrast_figures(labels: dict[str, Any], checks: list[dict[str, Any]]) -> dict[str, Any]:
-    """Shares of wrong and of correct answers flagged, overall and per kind."""
+def contrast_figures(
+    labels: dict[str, Any], checks: list[dict[str, Any]], threshold: float
+) -> dict[str, Any]:
+    """Shares of wrong and of correct answers flagged at `threshold`, overall and per kind
+    (flagged by the check's own rule, so a run can be re-scored at another threshold)."""
+    from bench.agreement import _claims
+
     by_kind: dict[str, list[bool]] = {}
     wrong, correct = [], []
     for row in checks:
         label = labels[row["id"]]
-        flagged = bool(row["hallucinated"])
+        flagged = flagged_at(_claims(row), threshold)
         (wrong if label["hallucinated"] else correct).append(flagged)
         by_kind.setdefault(label["kind"], []).append(flagged)
     return {
@@ -63,6 +69,16 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="Run dir to write/resume (default: a temp dir).")
     parser.add_argument("--judge", type=Path)
     parser.add_argument("--set", dest="set_items", action="append", default=[])
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        help="Score at this support threshold (default: the judge's); judges nothing new.",
+    )
+    parser.add_argument(
+        "--quotes",
+        action="store_true",
+        help="Fold in the quote check from OUT/quotes.json (bench/quote_pass.py OUT).",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     labels = {
@@ -74,9 +90,16 @@ def main() -> None:
     items = import_answers(CONTRAST, out)
     check_run([(out, items)], config)
     checks = read_jsonl(out / "checks.jsonl")
-    figures = contrast_figures(labels, checks)
+    if args.quotes:
+        from bench.quote_pass import with_quotes
+
+        quotes = json.loads((out / "quotes.json").read_text(encoding="utf-8"))
+        checks = with_quotes(checks, quotes["answers"], config.support_threshold)
+        print("with the quote check (bench/quote_pass.py)")
+    threshold = config.support_threshold if args.threshold is None else args.threshold
+    figures = contrast_figures(labels, checks, threshold)
     low, high = figures["wrong_interval"]
-    print(f"judge {config.name}; {len(checks)} answers; run dir {out}")
+    print(f"judge {config.name}; {len(checks)} answers at threshold {threshold}; run dir {out}")
     print(
         f"wrong answers flagged: {figures['wrong_flagged']:.3f} (95% CI {low:.3f}-{high:.3f}) "
         f"of {figures['wrong']} (target >= 0.90)"

@@ -123,6 +123,8 @@ class Claim:
     checked_chunks: list[str] = field(default_factory=list)
     # per checked chunk: the judge's label probabilities, the label it wrote, vetoed figures
     judgements: list[dict[str, Any]] = field(default_factory=list)
+    # the focused second question (judge quote_check): the quote and the judge's word on it
+    quote: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -36,12 +36,15 @@ from auditor.verify.base import (
     JudgeUsage,
 )
 from auditor.verify.claims import answer_outcome, faithfulness, support_score
+from auditor.verify.entailment import label_probabilities
 from auditor.verify.faithfulness import (
     ClaimChecks,
+    apply_quote,
     claims_call,
     claims_of,
     decide,
     entailment_calls,
+    quote_call,
 )
 from auditor.verify.metrics import METRIC_FIELDS, Planned, metrics_for
 from auditor.versions import package_versions
@@ -324,10 +327,32 @@ def _check_batch(
             second_calls.extend((call, None) for call in entailment)
     replies = first | asker.ask(second_calls)
 
-    rows = []
     for item in batch:
         for index, pairs in checks.get(item.id, {}).items():
             decide(claims[item.id][index], item, pairs, replies, config, embed, failures[item.id])
+
+    # Stage 3 (quote_check): each supported-looking claim against its quote alone.
+    if config.quote_check:
+        quotes: list[Planned] = []
+        asked: dict[CallKey, tuple[Claim, str, str]] = {}
+        for item in batch:
+            for index, claim in enumerate(claims[item.id]):
+                planned = quote_call(claim, index, item, embed)
+                if planned is not None:
+                    call, quote, chunk_id = planned
+                    quotes.append((call, None))
+                    asked[call.key] = (claim, quote, chunk_id)
+        answered = asker.ask(quotes)
+        for key, (claim, quote, chunk_id) in asked.items():
+            reply = answered.get(key)
+            if reply is None:
+                failures[key.item].append(f"quote {chunk_id}: no valid judge output after retries")
+                continue
+            probabilities, written = label_probabilities(reply.top_logprobs, reply.text)
+            apply_quote(claim, quote, chunk_id, probabilities, written, config.support_threshold)
+
+    rows = []
+    for item in batch:
         fields: dict[str, Any] = dict(METRIC_FIELDS)
         for metric in metrics:
             fields |= metric.score(item, replies, failures[item.id], embed)

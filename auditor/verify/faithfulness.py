@@ -29,7 +29,15 @@ from auditor.verify.extraction import (
     is_question_echo,
 )
 
-__all__ = ["ClaimChecks", "claims_call", "claims_of", "decide", "entailment_calls"]
+__all__ = [
+    "ClaimChecks",
+    "apply_quote",
+    "claims_call",
+    "claims_of",
+    "decide",
+    "entailment_calls",
+    "quote_call",
+]
 
 Embed = Callable[[list[str]], Any]
 # per claim index: its entailment calls and the chunk index each one checks
@@ -178,3 +186,73 @@ def _closest_sentence(claim: str, passage: str, embed: Callable[[list[str]], Any
     vectors = embed([claim, *sentences])
     best = int((vectors[1:] @ vectors[0]).argmax())
     return sentences[best][:400]
+
+
+def quote_call(
+    claim: Claim, index: int, item: AnswerItem, embed: Embed
+) -> tuple[JudgeCall, str, str] | None:
+    """The focused second question for a fact claim: does its quote state it?
+    (call, quote, chunk id)
+
+    The quote is the two sentences of the best-judged chunk closest to the claim, in reading
+    order: on a long chunk a small judge approves a claim whose own evidence gives another
+    figure or entity (seen: "up to 6 sensors on the T9 and up to 10 on the T9 Pro" approving
+    "6 on the T9 Pro"); on the quote alone the mismatch is in plain view.
+    """
+    if claim.kind != "fact" or not claim.judgements:
+        return None
+    usable = [j for j in claim.judgements if not j["vetoed"] and j["probabilities"] is not None]
+    if not usable:
+        return None
+    best = max(usable, key=lambda j: j["probabilities"]["true"])
+    chunk_index = [chunk_id for chunk_id, _ in item.chunks].index(best["chunk"])
+    quote = _closest_sentences(claim.text, item.chunks[chunk_index][1], embed, 2)
+    key = CallKey("quote", item.id, (index, chunk_index))
+    prompt = entailment_prompt(quote, claim.text, "fact")
+    return JudgeCall(key, prompt, None, 1, logprobs=20), quote, best["chunk"]
+
+
+def apply_quote(
+    claim: Claim,
+    quote: str,
+    chunk_id: str,
+    probabilities: dict[str, float] | None,
+    written: str | None,
+    threshold: float,
+) -> None:
+    """Fold the quote's answer into the claim: p_supported x (1 - p(quote says otherwise))."""
+    claim.quote = {
+        "chunk": chunk_id,
+        "text": quote,
+        "probabilities": None
+        if probabilities is None
+        else {label: round(value, 4) for label, value in probabilities.items()},
+        "written": written,
+    }
+    if probabilities is None or claim.p_supported is None:
+        return
+    p = round(claim.p_supported * (1.0 - probabilities["false"]), 4)
+    claim.p_supported = p
+    if claim.verdict == "supported" and p < threshold:
+        says_false = probabilities["false"] > max(probabilities["true"], probabilities["unknown"])
+        claim.verdict = "contradicted" if says_false else "unsupported"
+        claim.supporting_chunks = []
+        if says_false:
+            claim.contradicting_chunks = [chunk_id]
+            claim.evidence = quote
+            claim.reason = "the quoted evidence says otherwise"
+        else:
+            claim.reason = "the quoted evidence does not state it"
+
+
+def _closest_sentences(
+    claim: str, passage: str, embed: Callable[[list[str]], Any], count: int
+) -> str:
+    """The `count` sentences of the passage most similar to the claim, in reading order."""
+    spans = sentence_spans(passage)
+    if len(spans) <= count:
+        return passage.strip()
+    sentences = [passage[a:b] for a, b in spans]
+    vectors = embed([claim, *sentences])
+    order = (vectors[1:] @ vectors[0]).argsort()[::-1][:count]
+    return " ".join(sentences[i] for i in sorted(int(i) for i in order))

@@ -186,9 +186,12 @@ def test_contrast_set_floors(judge: Judge, real_embedder: Any, tmp_path: Path) -
     answers = tmp_path / "contrast.jsonl"
     answers.write_text("".join(json.dumps(row) + "\n" for row in sample), encoding="utf-8")
     items = import_answers(answers, tmp_path / "run")
-    check_items(items, tmp_path / "run", _faithfulness_only(), judge, real_embedder.embed)
+    config = _faithfulness_only()
+    check_items(items, tmp_path / "run", config, judge, real_embedder.embed)
     labels = {row["id"]: row for row in sample}
-    figures = contrast_figures(labels, read_jsonl(tmp_path / "run" / "checks.jsonl"))
+    figures = contrast_figures(
+        labels, read_jsonl(tmp_path / "run" / "checks.jsonl"), config.support_threshold
+    )
     print(f"contrast sample: {figures}")
     assert figures["wrong"] == 12 and figures["correct"] == 12
     assert figures["wrong_flagged"] >= WRONG_FLAGGED_FLOOR, figures

@@ -582,3 +582,44 @@ def test_a_check_the_judge_failed_throughout_exits_non_zero(
     assert result.exit_code == 1
     assert "0 supported" in result.stdout
     assert result.stderr.count("\n") == 1 and "the judge failed on every claim" in result.stderr
+
+
+def test_quote_check_turns_a_claim_its_own_evidence_refutes_into_contradicted() -> None:
+    """The focused second question: a quote that says otherwise takes p_supported below the
+    threshold, the claim is contradicted and the quote is its evidence; a quote that merely
+    lacks context ("unknown") barely moves it."""
+    from auditor.verify.base import Claim
+    from auditor.verify.faithfulness import apply_quote
+
+    def reply(true: float, false: float, unknown: float) -> tuple[dict[str, float], str]:
+        return {"true": true, "false": false, "unknown": unknown}, "true"
+
+    def supported() -> Claim:
+        claim = Claim("The T9 Pro averages up to 6 sensors.", None, "supported", p_supported=0.8)
+        claim.supporting_chunks = ["doc#1"]
+        return claim
+
+    quote = "It averages up to 6 sensors on the T9 and up to 10 on the T9 Pro."
+    refuted = supported()
+    apply_quote(refuted, quote, "doc#1", *reply(0.1, 0.8, 0.1), threshold=0.5)
+    assert refuted.verdict == "contradicted" and refuted.contradicting_chunks == ["doc#1"]
+    assert refuted.evidence == quote and refuted.p_supported == pytest.approx(0.16)
+    assert refuted.supporting_chunks == [] and refuted.quote and refuted.quote["text"] == quote
+    unsure = supported()
+    apply_quote(unsure, quote, "doc#1", *reply(0.3, 0.05, 0.65), threshold=0.5)
+    assert unsure.verdict == "supported" and unsure.p_supported == pytest.approx(0.76)
+
+
+def test_quote_check_asks_one_focused_question_per_fact_claim(tmp_path: Path) -> None:
+    """With quote_check on, each fact claim gets one "quote" call on its best chunk's closest
+    sentences; its answer is kept beside the claim."""
+    judge = FakeJudge()
+    _, rows = _check(
+        [_item("a", WARRANTY + " " + RETURNS)], tmp_path, judge=judge, quote_check=True
+    )
+    quotes = [call for call in judge.calls if call.key.stage == "quote"]
+    claims = rows["a"]["claims"]
+    assert len(quotes) == len(claims) == 2
+    for claim in claims:
+        assert claim["quote"]["text"] in (WARRANTY, RETURNS)
+        assert claim["verdict"] == "supported" and claim["p_supported"] == pytest.approx(0.855)
