@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from auditor.config import IngestConfig
 from auditor.errors import BadInput
-from auditor.ingest.chunking import ChunkPiece, chunk_document, make_splitter
+from auditor.ingest.chunking import (
+    CHARS_PER_PIECE,
+    SEGMENT_CHARS,
+    ChunkPiece,
+    Splitter,
+    chunk_document,
+    make_splitter,
+)
 from auditor.ingest.embed import Embedder
 from auditor.ingest.index import (
     GENERATION_PREFIX,
@@ -236,7 +243,7 @@ def _ingest_locked(
     documents: list[Document],
     rejected: list[DocumentError],
     previous: IndexManifest | None,
-    splitter: object,
+    splitter: Splitter,
     progress: IngestProgress,
     *,
     use_cache: bool,
@@ -342,6 +349,8 @@ def _ingest_locked(
             "chunk_overlap": config.chunking.chunk_overlap,
             "unit": "embedder word pieces",
             "splitter": "llama_index SentenceSplitter",
+            "max_chars": CHARS_PER_PIECE * config.chunking.chunk_size,
+            "segment_chars": SEGMENT_CHARS,
         },
         index=index_params,
         documents=entries,
