@@ -114,6 +114,9 @@ class VLLMGenerator:
                 "float32, ~5x faster here than emulated bfloat16",
                 identity.get("name"),
             )
+        from auditor.generate.reaper import watch_engines
+
+        watch_engines()  # the engine's processes die with this one, even on kill -9
         started = time.perf_counter()
         try:
             self.llm = LLM(

@@ -1,0 +1,147 @@
+"""Fault suite, real engines: `auditor run` killed mid-run (kill -9, Ctrl-C, SIGTERM) leaves no
+engine process and no /dev/shm segment behind, and a resumed run loses and repeats nothing.
+
+Run alone with `pytest -m faults`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from auditor.config import IngestConfig
+from auditor.ingest import ingest_corpus
+from auditor.store import read_records
+from tests.conftest import KESTREL, REPO
+
+pytestmark = [pytest.mark.e2e, pytest.mark.faults]
+
+PIPELINE = (
+    'name = "faults-e2e"\n[generator]\nkind = "vllm"\nmodel = "smollm2-135m-instruct"\n'
+    "max_model_len = 2048\n[generator.sampling]\nmax_tokens = 32\n"
+)
+LIMIT = 12
+
+
+@pytest.fixture(scope="module")
+def kestrel_index(tmp_path_factory: pytest.TempPathFactory, real_embedder: Any) -> Path:
+    index = tmp_path_factory.mktemp("kestrel") / "index"
+    ingest_corpus(KESTREL / "docs", index, IngestConfig(), real_embedder)
+    return index
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def _descendants(root: int) -> dict[int, str]:
+    """{pid: start time} of the processes below `root`."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (fields := _stat(int(entry.name))) is not None:
+            parents[int(entry.name)] = int(fields[1])
+    found: dict[int, str] = {}
+    todo = [pid for pid, parent in parents.items() if parent == root]
+    while todo:
+        pid = todo.pop()
+        fields = _stat(pid)
+        if fields is not None and pid not in found:
+            found[pid] = fields[19]
+            todo.extend(p for p, parent in parents.items() if parent == pid)
+    return found
+
+
+def _alive(pid: int, started: str) -> bool:
+    fields = _stat(pid)
+    return fields is not None and fields[19] == started and fields[0] != "Z"
+
+
+def _shm_held_by(pids: dict[int, str]) -> set[str]:
+    held = set()
+    for pid in pids:
+        try:
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                target = os.readlink(fd)
+                if target.startswith("/dev/shm/"):
+                    held.add(target)
+        except OSError:
+            continue
+    return held
+
+
+def _is_engine(pid: int) -> bool:
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        name = Path(f"/proc/{pid}/comm").read_text()
+    except OSError:
+        return False
+    return "VLLM" in name or "VLLM" in command or "EngineCore" in command
+
+
+@pytest.fixture
+def run_command(kestrel_index: Path, tmp_path: Path, smollm2_dir: Path) -> Iterator[list[str]]:
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(PIPELINE)
+    yield [
+        sys.executable, "-m", "auditor", "run", "--pipeline", str(pipeline),
+        "--questions", str(KESTREL / "questions.jsonl"), "--index", str(kestrel_index),
+        "--out", str(tmp_path / "run"), "--limit", str(LIMIT), "-q",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "how", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name
+)
+def test_a_killed_run_leaves_no_engine_and_resumes_exactly(
+    run_command: list[str], tmp_path: Path, smollm2_dir: Path, how: signal.Signals
+) -> None:
+    env = os.environ | {"AUDITOR_MODELS_DIR": str(smollm2_dir.parent)}
+    auditor = subprocess.Popen(
+        run_command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 300
+        processes: dict[int, str] = {}
+        while time.monotonic() < deadline and auditor.poll() is None:
+            processes = _descendants(auditor.pid)
+            if any(_is_engine(pid) for pid in processes):
+                break
+            time.sleep(0.5)
+        assert any(_is_engine(pid) for pid in processes), "no engine process ever started"
+        time.sleep(3)  # mid-run: the engine is generating
+        processes = _descendants(auditor.pid)
+        segments = _shm_held_by(processes)
+        auditor.send_signal(how)
+        auditor.wait(timeout=60)
+        time.sleep(10)
+        survivors = [pid for pid, started in processes.items() if _alive(pid, started)]
+        # the watcher itself exits once it has reaped
+        assert survivors == [], f"alive 10 s after {how.name}: {survivors}"
+        assert not [s for s in segments if Path(s).exists()], "shared memory left behind"
+    finally:
+        auditor.kill()
+        for pid, started in _descendants(auditor.pid).items():
+            if _alive(pid, started):
+                os.kill(pid, signal.SIGKILL)
+
+    before = read_records(tmp_path / "run")
+    done = subprocess.run(
+        run_command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = read_records(tmp_path / "run")
+    ids = [r["id"] for r in records]
+    assert len(ids) == len(set(ids)) == LIMIT, "lost or duplicated on resume"
+    kept = {r["id"]: r["answer"] for r in before}
+    assert all(r["answer"] == kept[r["id"]] for r in records if r["id"] in kept)
