@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -331,17 +332,35 @@ class JudgeConfig(_Model):
     )
 
 
-def resolve_pipeline_path(name_or_path: str, search_dir: Path = Path("pipelines")) -> Path:
-    """A path as given, or `pipelines/NAME.toml` for a bare name."""
+def pipeline_search_path() -> list[Path]:
+    """Where a bare pipeline name is looked up, in order: each folder of $AUDITOR_PIPELINES
+    (separated by ":"), ./pipelines, and the pipelines/ folder of the auditor's checkout."""
+    import os
+
+    folders = [Path(p) for p in os.environ.get("AUDITOR_PIPELINES", "").split(os.pathsep) if p]
+    folders += [Path("pipelines"), Path(__file__).resolve().parents[1] / "pipelines"]
+    unique: list[Path] = []
+    for folder in folders:
+        if folder.resolve() not in {u.resolve() for u in unique}:
+            unique.append(folder)
+    return unique
+
+
+def resolve_pipeline_path(name_or_path: str, search_path: Sequence[Path] | None = None) -> Path:
+    """A path as given, or NAME.toml from the first folder of the search path that has it."""
     path = Path(name_or_path)
     if path.exists():
         return path
-    candidate = search_dir / f"{name_or_path}.toml"
-    if "/" not in name_or_path and candidate.exists():  # names may hold dots: qwen-1.5b-cpu
-        return candidate
-    known = sorted(p.stem for p in search_dir.glob("*.toml")) if search_dir.is_dir() else []
+    folders = pipeline_search_path() if search_path is None else list(search_path)
+    if "/" not in name_or_path:  # names may hold dots: qwen-1.5b-cpu
+        for folder in folders:
+            candidate = folder / f"{name_or_path}.toml"
+            if candidate.is_file():
+                return candidate
+    known = sorted({p.stem for folder in folders if folder.is_dir() for p in folder.glob("*.toml")})
     hint = f"; known pipelines: {', '.join(known)}" if known else ""
-    raise BadInput(f"{name_or_path}: no such pipeline file{hint}")
+    where = ", ".join(str(folder) for folder in folders)
+    raise BadInput(f"{name_or_path}: no such pipeline file (looked in {where}){hint}")
 
 
 def parse_set_option(item: str) -> tuple[str, Any]:

@@ -85,12 +85,13 @@ def test_pipeline_name_resolution(tmp_path: Path) -> None:
     """A bare name resolves in pipelines/; an unknown one lists the known ones."""
     (tmp_path / "alpha.toml").write_text("")
     (tmp_path / "qwen-1.5b-cpu.toml").write_text("")
-    assert resolve_pipeline_path("alpha", tmp_path) == tmp_path / "alpha.toml"
-    assert resolve_pipeline_path("qwen-1.5b-cpu", tmp_path) == tmp_path / "qwen-1.5b-cpu.toml"
+    assert resolve_pipeline_path("alpha", [tmp_path]) == tmp_path / "alpha.toml"
+    assert resolve_pipeline_path("qwen-1.5b-cpu", [tmp_path]) == tmp_path / "qwen-1.5b-cpu.toml"
     with pytest.raises(
-        BadInput, match=r"no such pipeline file; known pipelines: alpha, qwen-1\.5b-cpu"
+        BadInput,
+        match=r"no such pipeline file \(looked in .*\); known pipelines: alpha, qwen-1\.5b-cpu",
     ):
-        resolve_pipeline_path("beta", tmp_path)
+        resolve_pipeline_path("beta", [tmp_path])
 
 
 def test_config_hash_changes_with_content() -> None:
@@ -153,3 +154,20 @@ def test_a_non_utf8_toml_is_one_line_naming_file_and_line(
     assert result.exception is None or isinstance(result.exception, SystemExit)
     (line,) = [line for line in result.output.splitlines() if "latin1.toml" in line]
     assert "latin1.toml:2: not UTF-8 (byte 0xe9); save the" in line
+
+
+def test_bare_pipeline_names_resolve_from_anywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From another folder a bundled name still resolves (the checkout's pipelines/), and
+    $AUDITOR_PIPELINES folders come first."""
+    monkeypatch.chdir(tmp_path)
+    bundled = resolve_pipeline_path("smollm2-135m-cpu")
+    assert bundled.name == "smollm2-135m-cpu.toml" and bundled.is_file()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "smollm2-135m-cpu.toml").write_text('name = "mine"\n')
+    monkeypatch.setenv("AUDITOR_PIPELINES", str(mine))
+    assert resolve_pipeline_path("smollm2-135m-cpu") == mine / "smollm2-135m-cpu.toml"
+    with pytest.raises(BadInput, match=r"nope: no such pipeline file \(looked in .*mine"):
+        resolve_pipeline_path("nope")

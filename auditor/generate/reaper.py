@@ -15,6 +15,7 @@ the auditor ran and that no live process holds open.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -118,10 +119,8 @@ def reap(owner: int, owner_started: str | None, before: set[str]) -> None:
         time.sleep(POLL_S)
     for pid, started in known.items():
         if pid != os.getpid() and _start_time(pid) == started:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and any(_start_time(p) == t for p, t in known.items()):
         time.sleep(0.1)
