@@ -25,6 +25,7 @@ from auditor.generate.prompts import build_messages
 from auditor.ingest.manifest import MANIFEST_NAME, read_manifest, utc_now
 from auditor.questions import Question, load_questions
 from auditor.store import (
+    ENGINE_LOG,
     RUN_SCHEMA_VERSION,
     RecordWriter,
     read_records,
@@ -240,7 +241,7 @@ def run_pipeline(
     run_dir.mkdir(parents=True, exist_ok=True)
     manifest: dict[str, Any] | None = read_run_manifest(run_dir)
     if manifest is None:
-        if any(run_dir.iterdir()):
+        if any(p.name != ENGINE_LOG for p in run_dir.iterdir()):
             raise BadInput(f"{run_dir}: not empty and not a run dir; choose another --out dir")
         manifest = fresh | {"started_at": utc_now(), "status": "running", "sessions": []}
     else:

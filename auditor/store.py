@@ -27,6 +27,7 @@ __all__ = [
 RUN_SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 RECORDS = "records.jsonl"
+ENGINE_LOG = "engine.log"  # third-party output of the command that wrote the dir (-v: none)
 
 
 def read_run_manifest(run_dir: Path) -> dict[str, Any] | None:

@@ -36,8 +36,17 @@ class AuditorGroup(click.Group):
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 def cli(verbose: int) -> None:
     """Audit a RAG pipeline: throughput weighted by how faithful its answers are."""
+    from auditor.cli.terminal import TerminalHandler, set_verbosity
+
+    set_verbosity(verbose)
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    own = logging.getLogger("auditor")  # our warnings stay on the terminal, engines' go to a log
+    if not any(isinstance(h, TerminalHandler) for h in own.handlers):
+        handler = TerminalHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        own.addHandler(handler)
+        own.propagate = False
     # vLLM logs every engine step at INFO on stderr; keep it to warnings unless asked (-v).
     os.environ.setdefault("VLLM_LOGGING_LEVEL", logging.getLevelName(level))
     os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout is for --json

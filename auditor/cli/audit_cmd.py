@@ -10,6 +10,8 @@ from auditor.cli.options import index_option, judge_option, questions_option
 from auditor.cli.progress import StderrProgress
 from auditor.cli.report_cmd import _history_path, echo_outcome, gate_option, history_option
 from auditor.cli.run_cmd import _RunProgress
+from auditor.cli.terminal import engine_output_to
+from auditor.store import ENGINE_LOG
 
 __all__ = ["audit"]
 
@@ -69,7 +71,7 @@ def audit(
     gates = [parse_gate(text) for text in gate_texts]  # bad gates fail before any engine starts
     configs = [load_pipeline(resolve_pipeline_path(p)) for p in pipelines]
     judge_config = load_judge(judge_path, dict(parse_set_option(item) for item in judge_set))
-    with StderrProgress(enabled=not quiet) as display:
+    with engine_output_to(out_dir / ENGINE_LOG), StderrProgress(enabled=not quiet) as display:
 
         def on_check_start(name: str, total: int) -> None:
             display.bar(f"checking {name}", total)

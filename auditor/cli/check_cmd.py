@@ -11,7 +11,9 @@ import click
 
 from auditor.cli.options import judge_option
 from auditor.cli.progress import StderrProgress
+from auditor.cli.terminal import engine_output_to
 from auditor.errors import AuditorError
+from auditor.store import ENGINE_LOG
 
 if TYPE_CHECKING:
     from auditor.verify.check import CheckSummary
@@ -75,7 +77,7 @@ def check(
         target = run_dir
     if limit is not None:
         items = items[:limit]
-    with StderrProgress(enabled=not quiet) as display:
+    with engine_output_to(target / ENGINE_LOG), StderrProgress(enabled=not quiet) as display:
         (summary,) = check_run(
             [(target, items)],
             config,

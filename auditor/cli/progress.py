@@ -1,10 +1,13 @@
-"""One progress display for every command: stage lines and a bar, both on stderr."""
+"""One progress display for every command: stage lines and a bar, both on the terminal's
+stderr (even while engine output goes to a log, see `terminal`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import click
+
+from auditor.cli.terminal import terminal
 
 __all__ = ["StderrProgress"]
 
@@ -32,11 +35,11 @@ class StderrProgress:
         """A line on stderr (ends the current bar)."""
         self.stop()
         if self.enabled:
-            click.echo(message, err=True)
+            click.echo(message, file=terminal())
 
     def warn(self, message: str) -> None:
         """A warning line on stderr, shown even when progress is off."""
-        click.echo(f"warning: {message}", err=True)
+        click.echo(f"warning: {message}", file=terminal())
 
     def bar(self, label: str, total: int, unit: str = "count") -> None:
         """Start a bar; `unit` is "count" (done/total, elapsed, ETA) or "bytes"."""
@@ -60,7 +63,11 @@ class StderrProgress:
             else (MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
         )
         self._bar = Progress(
-            TextColumn(label), BarColumn(), *columns, console=Console(stderr=True), transient=True
+            TextColumn(label),
+            BarColumn(),
+            *columns,
+            console=Console(file=terminal()),
+            transient=True,
         )
         self._bar.start()
         self._task = self._bar.add_task(label, total=total)

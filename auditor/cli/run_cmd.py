@@ -11,7 +11,9 @@ import click
 
 from auditor.cli.options import index_option, pipeline_options, questions_option, resolve_config
 from auditor.cli.progress import StderrProgress
+from auditor.cli.terminal import engine_output_to
 from auditor.run import RunCallbacks, RunSummary
+from auditor.store import ENGINE_LOG
 
 __all__ = ["run"]
 
@@ -50,7 +52,7 @@ def run(
     if pipeline is None:
         raise click.UsageError("--pipeline is required (a file, or a name in pipelines/)")
     config = resolve_config(pipeline, set_items, {})
-    with StderrProgress(enabled=not quiet) as display:
+    with engine_output_to(run_dir / ENGINE_LOG), StderrProgress(enabled=not quiet) as display:
         summary = run_pipeline(
             config, questions_path, index_dir, run_dir, limit=limit, callbacks=_RunProgress(display)
         )

@@ -147,3 +147,8 @@ def test_cli_run_in_a_fresh_process(kestrel_index: Path, tmp_path: Path, smollm2
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout)
     assert summary["completed"] == 2 and summary["errors"] == 0 and summary["tokens_per_s"] > 0
+    # a quiet terminal: the engine's, torch's and their workers' output went to the run's log
+    log = tmp_path / "run" / "engine.log"
+    assert f"engine and library logs: {log}" in done.stderr
+    assert "EngineCore" not in done.stderr and "Loading safetensors" not in done.stderr
+    assert "EngineCore" in log.read_text()
