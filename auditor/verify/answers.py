@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from auditor.errors import BadInput
 from auditor.ingest.manifest import utc_now
 from auditor.jsonl import iter_objects
-from auditor.store import RecordWriter, read_jsonl
+from auditor.store import RecordWriter, read_jsonl, read_run_manifest
 
 __all__ = ["AnswerItem", "import_answers", "items_from_run"]
 
@@ -31,11 +30,7 @@ def items_from_run(run_dir: Path) -> list[AnswerItem]:
     path = run_dir / "records.jsonl"
     if not path.is_file():
         raise BadInput(f"{path}: missing; run `auditor run ... --out {run_dir}` first")
-    manifest_path = run_dir / "manifest.json"
-    if manifest_path.is_file():
-        version = json.loads(manifest_path.read_text(encoding="utf-8")).get("schema_version")
-        if version != 1:
-            raise BadInput(f"{manifest_path}: run schema version {version!r}; this auditor reads 1")
+    read_run_manifest(run_dir)  # BadInput when corrupt or of another schema version
     items = []
     for row in read_jsonl(path):
         items.append(
