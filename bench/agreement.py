@@ -243,7 +243,7 @@ def _print_claims(
     )
 
 
-FAITHFULNESS_STAGES = ("claims", "entailment")
+FAITHFULNESS_STAGES = ("claims", "entailment", "quote")
 
 
 def report_cost(checks: list[dict[str, Any]]) -> None:

@@ -37,6 +37,7 @@ from auditor.verify.base import (
 )
 from auditor.verify.claims import answer_outcome, faithfulness, support_score
 from auditor.verify.entailment import label_probabilities
+from auditor.verify.extraction import refusal_claim
 from auditor.verify.faithfulness import (
     ClaimChecks,
     apply_quote,
@@ -317,6 +318,7 @@ def _check_batch(
         if outcomes[item.id] == "refusal":  # a declining answer claims only what is missing
             for claim in found:
                 claim.kind = "abstention"
+                claim.text = refusal_claim(claim.text, item.question)
         for metric in metrics:
             second_calls.extend(metric.plan_after_claims(item, [c.text for c in found], first))
         if found and not item.chunks:

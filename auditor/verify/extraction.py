@@ -111,9 +111,128 @@ _ABSTENTION = re.compile(
     r"|\bno\s+(?:specific\s+|relevant\s+|further\s+|additional\s+)?(?:information|details?|mention|data)\b"
     r"|insufficient\s+information|does\s*(?:not|n't)\s+appear\s+in"
     r"|\bnothing\s+(?:about|on|regarding|specific)\b|\bno\s+mention\b"
-    r"|\b(?:is|are|was|were)\s*(?:not|n't)\s+(?:mentioned|covered|specified|stated|given|listed)\b)",
+    r"|\b(?:is|are|was|were)\s*(?:not|n't)\s+(?:mentioned|covered|specified|stated|given|listed)\b"
+    # "it does not explain how ...", "it does not provide instructions on ..."
+    r"|\b(?:it|they|this|these|which)\s+(?:do(?:es)?|did)\s*(?:not|n't)\s+"
+    r"(?:explain|describe|mention|say|state|specify|discuss|address|detail|cover)\b"
+    r"|\b(?:do(?:es)?|did)\s*(?:not|n't)\s+(?:provide|give|include|contain|offer)\s+"
+    r"(?:any\s+|specific\s+|enough\s+|detailed\s+|clear\s+|direct\s+|an?\s+)?"
+    r"(?:information|details|instructions|answer|explanation|data|guidance|specifics)\b"
+    # "it is not possible to answer ...", "difficult to determine based on the passages"
+    r"|\b(?:not\s+possible|impossible|difficult|hard)\s+to\s+(?:answer|determine|say|tell|know)\b)",
     re.IGNORECASE,
 )
+
+# "Passage 2 states that X", "According to the passages, X": where a claim came from is not
+# what it says; the judge checks X against one chunk and cannot tell which passage is "2"
+_ATTRIBUTION = re.compile(
+    r"^\s*(?:(?:according\s+to|as\s+(?:stated|mentioned|noted|described)\s+in|based\s+on)\s+"
+    r"(?:the\s+)?(?:given\s+|provided\s+)?(?:passages?|documents?|sources?|context|texts?|articles?)"
+    r"(?:\s*\d+)?\s*,\s*"
+    r"|(?:the\s+)?(?:passages?|documents?|sources?|context|texts?|articles?)(?:\s*\d+)?\s+"
+    r"(?:also\s+)?(?:states?|says?|mentions?|notes?|suggests?|explains?|indicates?|highlights?"
+    r"|shows?|reports?|describes?|confirms?|adds?)\s+that\s+)",
+    re.IGNORECASE,
+)
+_LETTER_WORD = re.compile(r"[^\W\d_]{2,}")
+
+
+def without_attribution(claim: str) -> str:
+    """The claim without a leading "Passage 2 states that" / "According to the passages,"."""
+    match = _ATTRIBUTION.match(claim)
+    if match is None:
+        return claim
+    rest = claim[match.end() :].strip()
+    if len(_LETTER_WORD.findall(rest)) < 3:
+        return claim
+    return rest[0].upper() + rest[1:]
+
+
+_STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "to",
+        "in",
+        "on",
+        "for",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "do",
+        "does",
+        "did",
+        "not",
+        "no",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "with",
+        "from",
+        "by",
+        "at",
+        "as",
+        "what",
+        "which",
+        "who",
+        "how",
+        "when",
+        "where",
+        "why",
+        "can",
+        "could",
+        "i",
+        "you",
+        "we",
+        "they",
+        "based",
+        "given",
+        "provided",
+        "passage",
+        "passages",
+        "document",
+        "documents",
+        "context",
+        "source",
+        "sources",
+        "answer",
+        "unable",
+        "information",
+        "question",
+    ]
+)
+
+
+def refusal_claim(claim: str, question: str) -> str:
+    """A refusal's claim as something checkable: "Unable to answer based on the passages" says
+    the sources do not answer the question, so it becomes exactly that; a refusal that names
+    what is missing stays as it is."""
+    asked = {w for w in _words(question) if w not in _STOPWORDS}
+    said = {w for w in _words(claim) if w not in _STOPWORDS}
+    if len(asked & said) >= 2 or (asked and asked <= said):
+        return claim
+    return f"The documents do not answer the question: {question.strip()}"
+
+
+def is_garbage(claim: str) -> bool:
+    """Not a statement: fewer than three words, or a judge's chat or JSON debris
+    (seen: ']}Human: Can you provide ...', ']}' followed by markup)."""
+    text = claim.strip()
+    return (
+        len(_LETTER_WORD.findall(text)) < 3
+        or text[:1] in "[]{}"
+        or bool(re.search(r"\b(?:Human|Assistant|User)\s*:", text))
+    )
 
 
 def claim_kind(claim: str) -> ClaimKind:

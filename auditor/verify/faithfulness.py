@@ -26,7 +26,9 @@ from auditor.verify.extraction import (
     claim_kind,
     claims_prompt,
     claims_schema,
+    is_garbage,
     is_question_echo,
+    without_attribution,
 )
 
 __all__ = [
@@ -110,8 +112,8 @@ def claims_of(item: AnswerItem, extracted: list[str], config: JudgeConfig) -> li
     Falls back to the answer's own sentences when the judge found no claim in it.
     """
     body = item.answer[: config.max_answer_chars]
-    texts = [t.strip() for t in extracted if t.strip()]
-    texts = [t for t in texts if not is_question_echo(t, item.question, body)]
+    texts = [without_attribution(t.strip()) for t in extracted if t.strip()]
+    texts = [t for t in texts if not is_garbage(t) and not is_question_echo(t, item.question, body)]
     if not abstains(body):
         # a claim that the sources lack something, from an answer that never says so, is the
         # judge imitating its examples (seen: "The documents do not say who designed it")

@@ -623,3 +623,42 @@ def test_quote_check_asks_one_focused_question_per_fact_claim(tmp_path: Path) ->
     for claim in claims:
         assert claim["quote"]["text"] in (WARRANTY, RETURNS)
         assert claim["verdict"] == "supported" and claim["p_supported"] == pytest.approx(0.855)
+
+
+def test_claims_about_sources_are_read_for_what_they_say() -> None:
+    """General wordings seen in real answers: an abstention in any wording is an abstention;
+    "Passage 2 states that X" is checked as X; judge debris is no claim; a bare refusal
+    becomes "the documents do not answer the question"."""
+    from auditor.verify.extraction import (
+        claim_kind,
+        is_garbage,
+        refusal_claim,
+        without_attribution,
+    )
+
+    for said in [
+        "However, it does not explain how to draw it in Geogebra.",
+        "It does not provide instructions on resetting the thermostat.",
+        "Based on the given passages, it is not possible to answer when it opened.",
+        "The normal BNP range is difficult to determine from the passages.",
+    ]:
+        assert claim_kind(said) == "abstention", said
+    for fact in ["The T9 Pro does not include a C-wire adapter.", "It does not rain in July."]:
+        assert claim_kind(fact) == "fact", fact
+    assert (
+        without_attribution("Passage 3 states that cycling is low impact.")
+        == "Cycling is low impact."
+    )
+    assert without_attribution("According to the passages, the bridge opened in 1932.") == (
+        "The bridge opened in 1932."
+    )
+    kept = "The passage highlights the role of merchandisers."
+    assert without_attribution(kept) == kept
+    assert is_garbage("]}Human: Can you provide a brief answer") and is_garbage("Up to 6.")
+    assert not is_garbage("The T9 Pro supports 10 sensors.")
+    question = "How do I draw a truncated cone in Geogebra?"
+    assert refusal_claim("Unable to answer based on given passages.", question) == (
+        f"The documents do not answer the question: {question}"
+    )
+    named = "The passages do not say how to draw a truncated cone in Geogebra."
+    assert refusal_claim(named, question) == named
