@@ -60,7 +60,7 @@ class StderrProgress:
         columns: tuple[Any, ...] = (
             (DownloadColumn(),)
             if unit == "bytes"
-            else (MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn())
+            else (MofNCompleteColumn(), _rate_column(), TimeElapsedColumn(), TimeRemainingColumn())
         )
         self._bar = Progress(
             TextColumn(label),
@@ -83,3 +83,25 @@ class StderrProgress:
     @property
     def active(self) -> bool:
         return self._bar is not None
+
+
+def _rate(speed: float | None) -> str:
+    """Items per second as a person reads it: "2.5/s", "12/min", "3.0/h"."""
+    if not speed:
+        return ""
+    if speed >= 1:
+        return f"{speed:.1f}/s"
+    if speed * 60 >= 1:
+        return f"{speed * 60:.1f}/min"
+    return f"{speed * 3600:.1f}/h"
+
+
+def _rate_column() -> Any:
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            return Text(_rate(task.finished_speed or task.speed))
+
+    return RateColumn()

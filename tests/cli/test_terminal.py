@@ -51,3 +51,10 @@ def test_a_failure_shows_the_logs_last_lines(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert f"last lines of {log}:" in done.stderr and "engine-error-detail" in done.stderr
     assert "RuntimeError: engine died" in done.stderr
+
+
+def test_progress_rates_read_in_the_unit_a_person_uses() -> None:
+    from auditor.cli.progress import _rate
+
+    assert _rate(2.5) == "2.5/s" and _rate(0.2) == "12.0/min" and _rate(0.0005) == "1.8/h"
+    assert _rate(None) == "" and _rate(0.0) == ""
