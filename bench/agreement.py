@@ -201,9 +201,10 @@ def report_cv(
     )
     if roc is not None:
         roc.parent.mkdir(parents=True, exist_ok=True)
-        roc.write_text(
-            roc_svg(roc_points(list(scores.values()), list(labels.values()))), encoding="utf-8"
-        )
+        area = auroc(list(scores.values()), list(labels.values()))
+        title = f"RAGTruth QA dev, {len(scores)} answers: AUROC {area:.3f}" if area else "ROC"
+        points = roc_points(list(scores.values()), list(labels.values()))
+        roc.write_text(roc_svg(points, title), encoding="utf-8")
         print(f"ROC curve -> {roc}")
     return thresholds
 

@@ -106,7 +106,7 @@ _ABSTENTION = re.compile(
     r"\b[^.!?]{0,40}?\b(?:do(?:es)?|did)\s*(?:not|n't)\s+"
     r"(?:say|state|mention|specify|provide|contain|include|give|cover|address|list|indicate|tell)"
     r"|not\s+(?:mentioned|stated|specified|provided|given|covered|included|available|found)\s+in"
-    r"|(?:could\s*(?:not|n't)|can\s*(?:not|n't)|cannot|unable\s+to)\s+"
+    r"|(?:could\s*(?:not|n't)|can\s*not|can't|can\u2019t|cannot|unable\s+to)\s+"
     r"(?:find|tell|determine|answer|say|confirm|provide)"
     r"|\bno\s+(?:specific\s+|relevant\s+|further\s+|additional\s+)?(?:information|details?|mention|data)\b"
     r"|insufficient\s+information|does\s*(?:not|n't)\s+appear\s+in"
@@ -118,6 +118,9 @@ _ABSTENTION = re.compile(
     r"|\b(?:do(?:es)?|did)\s*(?:not|n't)\s+(?:provide|give|include|contain|offer)\s+"
     r"(?:any\s+|specific\s+|enough\s+|detailed\s+|clear\s+|direct\s+|an?\s+)?"
     r"(?:information|details|instructions|answer|explanation|data|guidance|specifics)\b"
+    # "there's no release date for 4.3 in the release notes I have"
+    r"|\b(?:no|not|n't)\b(?:[^.!?]|\.(?=\d)){0,80}?\b(?:in|from)\s+(?:the\s+)?(?:documents?|information|"
+    r"sources?|passages?|excerpts?|context|material|(?:release\s+)?notes|texts?)\s+(?:I|we)\s+have\b"
     # "it is not possible to answer ...", "difficult to determine based on the passages"
     r"|\b(?:not\s+possible|impossible|difficult|hard)\s+to\s+(?:answer|determine|say|tell|know)\b)",
     re.IGNORECASE,
@@ -129,9 +132,10 @@ _ATTRIBUTION = re.compile(
     r"^\s*(?:(?:according\s+to|as\s+(?:stated|mentioned|noted|described)\s+in|based\s+on)\s+"
     r"(?:the\s+)?(?:given\s+|provided\s+)?(?:passages?|documents?|sources?|context|texts?|articles?)"
     r"(?:\s*\d+)?\s*,\s*"
-    r"|(?:the\s+)?(?:passages?|documents?|sources?|context|texts?|articles?)(?:\s*\d+)?\s+"
-    r"(?:also\s+)?(?:states?|says?|mentions?|notes?|suggests?|explains?|indicates?|highlights?"
-    r"|shows?|reports?|describes?|confirms?|adds?)\s+that\s+)",
+    r"|(?:the\s+)?(?:passages?|documents?|sources?|context|texts?|articles?|excerpts?)"
+    r"(?:\s*\d+)?(?:\s+(?:I|we)\s+have|\s+available\s+to\s+me)?\s+(?:also\s+)?"
+    r"(?:(?:states?|says?|mentions?|notes?|suggests?|explains?|indicates?|reports?|confirms?"
+    r"|adds?)\s+(?:that\s+)?|(?:highlights?|shows?|describes?)\s+that\s+))",
     re.IGNORECASE,
 )
 _LETTER_WORD = re.compile(r"[^\W\d_]{2,}")

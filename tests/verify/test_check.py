@@ -641,6 +641,8 @@ def test_claims_about_sources_are_read_for_what_they_say() -> None:
         "It does not provide instructions on resetting the thermostat.",
         "Based on the given passages, it is not possible to answer when it opened.",
         "The normal BNP range is difficult to determine from the passages.",
+        "I can't find the on-call stipend in the documents I have.",
+        "There's no release date for firmware 4.3 in the release notes I have.",
     ]:
         assert claim_kind(said) == "abstention", said
     for fact in ["The T9 Pro does not include a C-wire adapter.", "It does not rain in July."]:
@@ -651,6 +653,9 @@ def test_claims_about_sources_are_read_for_what_they_say() -> None:
     )
     assert without_attribution("According to the passages, the bridge opened in 1932.") == (
         "The bridge opened in 1932."
+    )
+    assert without_attribution("The excerpts I have confirm advance replacement is free.") == (
+        "Advance replacement is free."
     )
     kept = "The passage highlights the role of merchandisers."
     assert without_attribution(kept) == kept
