@@ -115,10 +115,11 @@ def test_real_judge_on_ragtruth_records(
     assert summary.unverifiable <= summary.claims // 2
 
 
-# Full set at support_threshold 0.5 (bench/contrast.py, 80 answers): wrong flagged 0.925
-# (CI 0.85-1.00), correct flagged 0.75 (CI 0.625-0.875) -- far from the <= 0.10 target.
-WRONG_FLAGGED_FLOOR = 0.75
-CORRECT_FLAGGED_CEILING = 0.95
+# Full set at the default support_threshold 0.28 (bench/contrast.py, 80 answers): wrong flagged
+# 0.750 (CI 0.600-0.875), correct flagged 0.225 (CI 0.100-0.350); this 24-answer sample measured
+# 0.583 and 0.167 in the same run. The floors leave one answer of slack each way on 12.
+WRONG_FLAGGED_FLOOR = 0.5
+CORRECT_FLAGGED_CEILING = 0.34
 CONTRAST = Path(__file__).resolve().parents[2] / "corpora" / "kestrel" / "contrast.jsonl"
 
 
@@ -128,8 +129,8 @@ def _contrast_rows() -> list[dict[str, Any]]:
 
 @pytest.mark.xfail(
     strict=False,
-    reason="issue 9 open: at threshold 0.5 the contrast run passed 'Up to 6.' (p 0.73) and flags "
-    "most correct answers; the threshold is not yet retuned",
+    reason="issue 9 open: the 1.5B judge gives '6 sensors on a T9 Pro' p 0.73 from 'up to 6 on the "
+    "T9 and up to 10 on the T9 Pro' (the quote check is measured, not yet on by default)",
 )
 def test_the_demos_contradictory_answers_are_not_both_supported(
     judge: Judge, real_embedder: Any, tmp_path: Path
@@ -196,3 +197,4 @@ def test_contrast_set_floors(judge: Judge, real_embedder: Any, tmp_path: Path) -
     assert figures["wrong"] == 12 and figures["correct"] == 12
     assert figures["wrong_flagged"] >= WRONG_FLAGGED_FLOOR, figures
     assert figures["correct_flagged"] <= CORRECT_FLAGGED_CEILING, figures
+    assert figures["wrong_flagged"] - figures["correct_flagged"] >= 0.25, figures
