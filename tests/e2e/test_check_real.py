@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,9 @@ def _faithfulness_only() -> Any:
 @pytest.fixture(scope="module")
 def judge() -> Iterator[Judge]:
     prepare_model("qwen2.5-coder-1.5b-instruct", cache=MODELS_DIR)
-    config = load_judge(None)
+    # every core, as the demo and the benches run the judge (the default leaves one to the OS);
+    # the engine is the only thing the tests run meanwhile
+    config = load_judge(None, {"generator.cpu_threads": f"0-{max(1, os.cpu_count() or 1) - 1}"})
     assert config.generator.kind == "vllm"
     engine = make_judge(config)
     yield engine
