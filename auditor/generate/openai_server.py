@@ -288,12 +288,7 @@ class OpenAIServerGenerator:
         def wall(t: float) -> float:
             return anchor_wall + (t - anchor_perf)
 
-        offsets = [0.0] * len(requests)
-        if cfg.request_rate is not None:
-            # Poisson process as in `vllm bench serve`: the first request at 0, then exp gaps
-            rng = random.Random(cfg.sampling.seed)
-            for i in range(1, len(requests)):
-                offsets[i] = offsets[i - 1] + rng.expovariate(cfg.request_rate)
+        offsets = arrival_offsets(len(requests), cfg.request_rate, cfg.sampling.seed)
 
         semaphore = asyncio.Semaphore(cfg.concurrency)
         outstanding = dict.fromkeys(endpoints, 0)
@@ -504,3 +499,14 @@ class OpenAIServerGenerator:
             engine=engine,
             top_logprobs=stream.first_logprobs,
         )
+
+
+def arrival_offsets(count: int, request_rate: float | None, seed: int | None) -> list[float]:
+    """When each request is sent, in seconds from the start: all at once without a rate, else a
+    Poisson process as in `vllm bench serve` (the first at 0, then exponential gaps), seeded."""
+    offsets = [0.0] * count
+    if request_rate is not None:
+        rng = random.Random(seed)
+        for i in range(1, count):
+            offsets[i] = offsets[i - 1] + rng.expovariate(request_rate)
+    return offsets

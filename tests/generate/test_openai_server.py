@@ -210,13 +210,16 @@ def test_request_rate_poisson(fake: FakeOpenAI) -> None:
 
 
 def test_request_rate_is_reproducible(fake: FakeOpenAI) -> None:
-    """The same seed gives the same arrival schedule."""
-    spans = []
-    for _ in range(2):
-        results, _ = run(make_cfg([fake.url], request_rate=50.0), ["ok"] * 8)
-        arrivals = sorted(r.arrival_time for r in results.values() if r.arrival_time is not None)
-        spans.append(arrivals[-1] - arrivals[0])
-    assert spans[0] == pytest.approx(spans[1], abs=0.03)
+    """The same seed gives the same arrival schedule (the generator sends by this schedule;
+    observed send times on a loaded machine are no test of it)."""
+    from auditor.generate.openai_server import arrival_offsets
+
+    planned = arrival_offsets(8, 50.0, 0)
+    assert planned == arrival_offsets(8, 50.0, 0) and planned != arrival_offsets(8, 50.0, 1)
+    assert planned[0] == 0.0 and all(b > a for a, b in itertools.pairwise(planned))
+    assert arrival_offsets(3, None, 0) == [0.0, 0.0, 0.0]
+    results, _ = run(make_cfg([fake.url], request_rate=50.0), ["ok"] * 8)
+    assert len(results) == 8 and all(r.arrival_time is not None for r in results.values())
 
 
 def test_two_endpoints_share_traffic() -> None:
