@@ -181,13 +181,7 @@ def _reason(claim: Claim, judgements: list[ChunkJudgement]) -> str:
 
 def _closest_sentence(claim: str, passage: str, embed: Callable[[list[str]], Any]) -> str:
     """The sentence of the passage most similar to the claim (what a reviewer reads first)."""
-    spans = sentence_spans(passage)
-    if len(spans) <= 1:
-        return passage.strip()[:400]
-    sentences = [passage[a:b] for a, b in spans]
-    vectors = embed([claim, *sentences])
-    best = int((vectors[1:] @ vectors[0]).argmax())
-    return sentences[best][:400]
+    return _closest_sentences(claim, passage, embed, 1)[:400]
 
 
 def quote_call(
@@ -256,5 +250,6 @@ def _closest_sentences(
         return passage.strip()
     sentences = [passage[a:b] for a, b in spans]
     vectors = embed([claim, *sentences])
-    order = (vectors[1:] @ vectors[0]).argsort()[::-1][:count]
+    # stable on ties: the earlier sentence wins
+    order = (-(vectors[1:] @ vectors[0])).argsort(kind="stable")[:count]
     return " ".join(sentences[i] for i in sorted(int(i) for i in order))
