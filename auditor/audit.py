@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor.config import JudgeConfig, PipelineConfig
 from auditor.errors import BadInput
@@ -19,6 +19,9 @@ from auditor.history import list_audits, record_audit
 from auditor.ingest.manifest import write_text_atomic
 from auditor.report import RunArtifacts, load_run, render_report, write_summary
 from auditor.run import RunCallbacks, run_pipeline
+
+if TYPE_CHECKING:
+    from auditor.verify.check import OnStageCalls
 
 __all__ = ["AuditOutcome", "finish_audit", "run_audit"]
 
@@ -79,6 +82,7 @@ def run_audit(
     on_stage: Callable[[str], None] = lambda message: None,
     on_check_start: Callable[[str, int], None] = lambda name, total: None,
     on_check_batch: Callable[[int], None] | None = None,
+    on_check_calls: OnStageCalls | None = None,
     judge_factory: Callable[[JudgeConfig], Any] | None = None,
     embed: Callable[[list[str]], Any] | None = None,
     generator_factory: Callable[..., Any] | None = None,
@@ -112,6 +116,7 @@ def run_audit(
         on_stage=on_stage,
         on_check_start=on_check_start,
         on_batch=on_check_batch,
+        on_calls=on_check_calls,
     )
     on_stage("summaries, gates and report")
     return finish_audit(run_dirs, out_dir / "report.html", gates, history_path, record=True)

@@ -204,7 +204,7 @@ class FakeJudge:
     def close(self) -> None:
         """Nothing to free."""
 
-    def complete(self, calls: Sequence[Any]) -> list[Any]:
+    def complete(self, calls: Sequence[Any], on_reply: Any = None) -> list[Any]:
         import json
 
         from auditor.verify.base import JudgeReply
@@ -235,6 +235,8 @@ class FakeJudge:
             reply.text = json.dumps(self._answer(call))
             reply.completion_tokens = len(reply.text) // 4
             replies.append(reply)
+        for _ in replies if on_reply is not None else ():
+            on_reply()
         return replies
 
     def _answer(self, call: Any) -> dict[str, Any]:

@@ -36,8 +36,11 @@ class AuditorGroup(click.Group):
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 def cli(verbose: int) -> None:
     """Audit a RAG pipeline: throughput weighted by how faithful its answers are."""
-    from auditor.cli.terminal import TerminalHandler, set_verbosity
+    from auditor.cli.terminal import TerminalHandler, set_verbosity, terminal
+    from auditor.interrupt import install_interrupt_handler
 
+    # one Ctrl-C stops a command, even during an engine's start
+    install_interrupt_handler(lambda line: click.echo(f"\n{line}", file=terminal()))
     set_verbosity(verbose)
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")

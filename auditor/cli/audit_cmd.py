@@ -89,5 +89,6 @@ def audit(
             on_stage=display.say,
             on_check_start=on_check_start,
             on_check_batch=display.advance,
+            on_check_calls=display.step,
         )
     echo_outcome(outcome)

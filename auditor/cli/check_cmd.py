@@ -84,6 +84,7 @@ def check(
             on_stage=display.say,
             on_check_start=lambda name, total: display.bar("checking answers", total),
             on_batch=display.advance,
+            on_calls=display.step,
         )
     if as_json:
         click.echo(

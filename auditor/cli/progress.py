@@ -19,6 +19,8 @@ class StderrProgress:
         self.enabled = enabled
         self._bar: Any = None
         self._task: Any = None
+        self._step: Any = None  # the current stage's row under the bar
+        self._step_label = ""
 
     def __enter__(self) -> StderrProgress:
         return self
@@ -30,6 +32,7 @@ class StderrProgress:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+            self._step = None
 
     def say(self, message: str) -> None:
         """A line on stderr (ends the current bar)."""
@@ -47,6 +50,7 @@ class StderrProgress:
         if not self.enabled or total <= 0:
             return
         from rich.console import Console
+        from rich.markup import escape
         from rich.progress import (
             BarColumn,
             DownloadColumn,
@@ -63,14 +67,28 @@ class StderrProgress:
             else (MofNCompleteColumn(), _rate_column(), TimeElapsedColumn(), TimeRemainingColumn())
         )
         self._bar = Progress(
-            TextColumn(label),
+            TextColumn("{task.description}"),
             BarColumn(),
             *columns,
             console=Console(file=terminal()),
             transient=True,
         )
         self._bar.start()
-        self._task = self._bar.add_task(label, total=total)
+        self._task = self._bar.add_task(escape(label), total=total)
+
+    def step(self, label: str, done: int, total: int) -> None:
+        """The current stage's progress, on a row under the bar (a new label starts a new row:
+        its rate and ETA are the stage's own)."""
+        if self._bar is None or total <= 0:
+            return
+        from rich.markup import escape
+
+        if self._step is None or label != self._step_label:
+            if self._step is not None:
+                self._bar.remove_task(self._step)
+            self._step = self._bar.add_task(f"  {escape(label)}", total=total)
+            self._step_label = label
+        self._bar.update(self._step, completed=done)
 
     def advance(self, count: int = 1) -> None:
         if self._bar is not None:

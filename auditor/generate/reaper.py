@@ -23,16 +23,17 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["watch_engines"]
+__all__ = ["kill_engines", "watch_engines"]
 
 SHM = Path("/dev/shm")
 POLL_S = 0.5
 _started_for: int | None = None
+_watcher_pid: int | None = None
 
 
 def watch_engines() -> None:
     """Start the watcher for this process, once (before starting an engine)."""
-    global _started_for
+    global _started_for, _watcher_pid
     if _started_for == os.getpid() or not Path("/proc").is_dir():
         return
     watcher = subprocess.Popen(
@@ -49,6 +50,20 @@ def watch_engines() -> None:
     watcher.stdin.write("\n".join(sorted(_shm_names())))
     watcher.stdin.close()
     _started_for = os.getpid()
+    _watcher_pid = watcher.pid
+
+
+def kill_engines() -> int:
+    """SIGKILL every process below this one but the watcher (which then frees /dev/shm once
+    this process exits); returns how many were signalled. Safe in a signal handler."""
+    killed = 0
+    for pid, started in _descendants(os.getpid()).items():
+        if pid == _watcher_pid or _start_time(pid) != started:
+            continue
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+    return killed
 
 
 def _start_time(pid: int) -> str | None:

@@ -20,6 +20,7 @@ from typing import Any, cast
 from auditor.config import VLLMGeneratorConfig
 from auditor.errors import AuditorError, BackendUnavailable
 from auditor.generate.base import GenerationStats, GenRequest, GenResult, OnResult, tpot
+from auditor.interrupt import raise_if_interrupted
 
 __all__ = ["VLLMGenerator", "is_cpu_build"]
 
@@ -130,7 +131,9 @@ class VLLMGenerator:
                 **cfg.engine_args,
             )
         except (ValueError, RuntimeError, OSError) as exc:
+            raise_if_interrupted()  # the engine failed because Ctrl-C stopped it
             raise AuditorError(f"vLLM could not start {identity.get('name')}: {exc}") from exc
+        raise_if_interrupted()  # vLLM's start-up handshake swallows KeyboardInterrupt
         self.startup_s = time.perf_counter() - started
         self.tokenizer = self.llm.get_tokenizer()
         self._batches = 0
@@ -214,6 +217,7 @@ class VLLMGenerator:
                 continue
             pending[engine_id] = (request, prompt_text)
         while engine.has_unfinished_requests():
+            raise_if_interrupted()
             for output in engine.step():
                 if not output.finished:
                     continue

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -71,8 +71,11 @@ class Judge(Protocol):
         """Model identity recorded with the checks."""
         ...
 
-    def complete(self, calls: Sequence[JudgeCall]) -> list[JudgeReply]:
-        """One reply per call, in order; a failed call has `error` set, never raises."""
+    def complete(
+        self, calls: Sequence[JudgeCall], on_reply: Callable[[], None] | None = None
+    ) -> list[JudgeReply]:
+        """One reply per call, in order; a failed call has `error` set, never raises.
+        `on_reply` is called as each reply arrives (progress)."""
         ...
 
     def close(self) -> None:

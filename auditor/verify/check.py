@@ -54,6 +54,7 @@ __all__ = [
     "CHECKS",
     "AnswerItem",
     "CheckSummary",
+    "OnStageCalls",
     "check_items",
     "check_run",
     "import_answers",
@@ -105,21 +106,36 @@ def _parse(reply: JudgeReply, model: type[BaseModel]) -> BaseModel | None:
         return None
 
 
+OnStageCalls = Callable[[str, int, int], None]
+"""Progress of one judge stage: (stage label, calls answered, calls in the stage)."""
+
+
 class _Asker:
     """Sends judge calls in one batch, re-asks unparseable ones, and books usage per answer."""
 
-    def __init__(self, judge: Judge, retries: int, usage: dict[str, JudgeUsage]) -> None:
+    def __init__(
+        self,
+        judge: Judge,
+        retries: int,
+        usage: dict[str, JudgeUsage],
+        on_calls: OnStageCalls | None = None,
+    ) -> None:
         self.judge, self.retries, self.usage = judge, retries, usage
+        self.on_calls = on_calls
 
-    def ask(self, calls: Sequence[tuple[JudgeCall, type[BaseModel] | None]]) -> dict[CallKey, Any]:
+    def ask(
+        self, calls: Sequence[tuple[JudgeCall, type[BaseModel] | None]], stage: str
+    ) -> dict[CallKey, Any]:
         """{call key: parsed response (a label call: its reply) or None after all retries}."""
         results: dict[CallKey, Any] = {}
         pending = list(calls)
-        for _attempt in range(self.retries + 1):
+        for attempt in range(self.retries + 1):
             if not pending:
                 break
+            label = stage if attempt == 0 else f"{stage} (re-asking {len(pending)})"
+            on_reply = _counter(self.on_calls, label, len(pending))
             started = time.perf_counter()
-            replies = self.judge.complete([call for call, _ in pending])
+            replies = self.judge.complete([call for call, _ in pending], on_reply)
             elapsed = time.perf_counter() - started
             total_tokens = sum(r.prompt_tokens + r.completion_tokens for r in replies) or 1
             retry = []
@@ -136,6 +152,21 @@ class _Asker:
                     retry.append((call, model))
             pending = retry
         return results
+
+
+def _counter(on_calls: OnStageCalls | None, label: str, total: int) -> Callable[[], None] | None:
+    """A per-reply callback that reports `label`'s progress (reported at 0 at once)."""
+    if on_calls is None:
+        return None
+    answered = 0
+    on_calls(label, 0, total)
+
+    def on_reply() -> None:
+        nonlocal answered
+        answered += 1
+        on_calls(label, answered, total)
+
+    return on_reply
 
 
 # the usage stage each call stage is booked under
@@ -164,6 +195,7 @@ def check_items(
     embed: Callable[[list[str]], Any],
     *,
     on_batch: Callable[[int], None] | None = None,
+    on_calls: OnStageCalls | None = None,
 ) -> CheckSummary:
     """Check every item not yet in `out_dir/checks.jsonl`; append results batch by batch."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -193,7 +225,7 @@ def check_items(
     with RecordWriter(out_dir, CHECKS) as writer:
         for start in range(0, len(todo), size):
             batch = todo[start : start + size]
-            for row in _check_batch(batch, config, judge, embed):
+            for row in _check_batch(batch, config, judge, embed, on_calls):
                 writer.write(row)
                 _count(summary, row)
             if on_batch:
@@ -215,6 +247,7 @@ def check_run(
     on_stage: Callable[[str], None] = lambda message: None,
     on_check_start: Callable[[str, int], None] = lambda name, total: None,
     on_batch: Callable[[int], None] | None = None,
+    on_calls: OnStageCalls | None = None,
 ) -> list[CheckSummary]:
     """Check the answers of several dirs with one embedder and one judge (`check` and `audit`).
 
@@ -240,7 +273,7 @@ def check_run(
             for out_dir, items in pending:
                 on_check_start(out_dir.name, len(items))
                 summaries[out_dir] = check_items(
-                    items, out_dir, config, judge, embed, on_batch=on_batch
+                    items, out_dir, config, judge, embed, on_batch=on_batch, on_calls=on_calls
                 )
         finally:
             judge.close()
@@ -278,9 +311,10 @@ def _check_batch(
     config: JudgeConfig,
     judge: Judge,
     embed: Callable[[list[str]], Any],
+    on_calls: OnStageCalls | None = None,
 ) -> list[dict[str, Any]]:
     usage = {item.id: JudgeUsage() for item in batch}
-    asker = _Asker(judge, config.retries, usage)
+    asker = _Asker(judge, config.retries, usage, on_calls)
     metrics = metrics_for(config)
     checks_faithfulness = "faithfulness" in config.metrics
     outcomes = {
@@ -300,7 +334,8 @@ def _check_batch(
             calls.append(claims_call(item, config))
         for metric in metrics:
             calls.extend(metric.plan(item, outcome))
-    first = asker.ask(calls)
+    stages = 3 if config.quote_check else 2
+    first = asker.ask(calls, f"stage 1/{stages}: claims")
 
     # Stage 2: each claim against each of its most similar chunks; calls that need the claims.
     claims: dict[str, list[Claim]] = {}
@@ -327,7 +362,7 @@ def _check_batch(
         elif found:
             entailment, checks[item.id] = entailment_calls(item, found, config, embed)
             second_calls.extend((call, None) for call in entailment)
-    replies = first | asker.ask(second_calls)
+    replies = first | asker.ask(second_calls, f"stage 2/{stages}: claim-chunk labels")
 
     for item in batch:
         for index, pairs in checks.get(item.id, {}).items():
@@ -344,7 +379,7 @@ def _check_batch(
                     call, quote, chunk_id = planned
                     quotes.append((call, None))
                     asked[call.key] = (claim, quote, chunk_id)
-        answered = asker.ask(quotes)
+        answered = asker.ask(quotes, "stage 3/3: quote labels")
         for key, (claim, quote, chunk_id) in asked.items():
             reply = answered.get(key)
             if reply is None:

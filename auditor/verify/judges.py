@@ -9,7 +9,7 @@ engine step loop as `auditor run`, and over HTTP gets the generator's retries, b
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from auditor.config import JudgeConfig
@@ -30,7 +30,9 @@ class GeneratorJudge:
         identity: dict[str, Any] = self.generator.identity()
         return identity
 
-    def complete(self, calls: Sequence[JudgeCall]) -> list[JudgeReply]:
+    def complete(
+        self, calls: Sequence[JudgeCall], on_reply: Callable[[], None] | None = None
+    ) -> list[JudgeReply]:
         requests = [
             GenRequest(
                 request_id=str(number),
@@ -42,10 +44,14 @@ class GeneratorJudge:
             for number, call in enumerate(calls)
         ]
         results: dict[str, GenResult] = {}
+
+        def arrived(result: GenResult) -> None:
+            results[result.request_id] = result
+            if on_reply is not None:
+                on_reply()
+
         started = time.perf_counter()
-        self.generator.generate(
-            requests, lambda result: results.__setitem__(result.request_id, result)
-        )
+        self.generator.generate(requests, arrived)
         self.seconds += time.perf_counter() - started
         return [_reply(call, results.get(str(n))) for n, call in enumerate(calls)]
 

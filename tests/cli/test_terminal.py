@@ -7,11 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 
 SCRIPT = """
 import os, sys, warnings
 from pathlib import Path
+
+import pytest
 from auditor.cli.terminal import engine_output_to, terminal
 with engine_output_to(Path(sys.argv[1])):
     os.system("echo child-noise >&2")
@@ -58,3 +62,24 @@ def test_progress_rates_read_in_the_unit_a_person_uses() -> None:
 
     assert _rate(2.5) == "2.5/s" and _rate(0.2) == "12.0/min" and _rate(0.0005) == "1.8/h"
     assert _rate(None) == "" and _rate(0.0) == ""
+
+
+def test_the_stage_row_shows_under_the_bar_with_its_own_counts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    from auditor.cli import progress
+
+    screen = io.StringIO()
+    monkeypatch.setattr(progress, "terminal", lambda: screen)
+    display = progress.StderrProgress()
+    display.bar("checking run-[a]", 4)
+    display.step("stage 2/2: claim-chunk labels", 7, 30)
+    shown = [task.description for task in display._bar.tasks]
+    assert shown == ["checking run-\\[a]", "  stage 2/2: claim-chunk labels"]
+    assert display._bar.tasks[1].completed == 7 and display._bar.tasks[1].total == 30
+    display.step("stage 1/2: claims", 0, 8)  # the next batch: the row is replaced
+    assert [task.total for task in display._bar.tasks] == [4, 8]
+    display.stop()
+    assert not display.active

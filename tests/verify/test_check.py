@@ -667,3 +667,29 @@ def test_claims_about_sources_are_read_for_what_they_say() -> None:
     )
     named = "The passages do not say how to draw a truncated cone in Geogebra."
     assert refusal_claim(named, question) == named
+
+
+def test_each_judge_stage_reports_its_progress_to_the_last_call(tmp_path: Path) -> None:
+    """Progress per stage: the claims stage, then the claim-chunk labels (and a re-ask row when
+    output was unusable), each counted from 0 to the calls it sent."""
+    judge = FakeJudge()
+    judge.garbage_for = ("entailment",)
+    judge.garbage_times = 1
+    seen: list[tuple[str, int, int]] = []
+    answers = [_item("a", WARRANTY), _item("b", f"{WARRANTY} {RETURNS}")]
+    check_items(
+        answers,
+        tmp_path,
+        JudgeConfig.model_validate({"metrics": ["faithfulness"], "retries": 1}),
+        judge,
+        FakeEmbedder().embed,
+        on_calls=lambda label, done, total: seen.append((label, done, total)),
+    )
+    labels = list(dict.fromkeys(label for label, _, _ in seen))
+    assert labels[:2] == ["stage 1/2: claims", "stage 2/2: claim-chunk labels"]
+    assert labels[2].startswith("stage 2/2: claim-chunk labels (re-asking ")
+    for label in labels:
+        counts = [(done, total) for name, done, total in seen if name == label]
+        total = counts[0][1]
+        assert [done for done, _ in counts] == list(range(total + 1)), label
+    assert next(t for name, _, t in seen if name == labels[0]) == 2  # a claims call per answer
