@@ -20,7 +20,7 @@ from typing import Any, cast
 from auditor.config import VLLMGeneratorConfig
 from auditor.errors import AuditorError, BackendUnavailable
 from auditor.generate.base import GenerationStats, GenRequest, GenResult, OnResult, tpot
-from auditor.interrupt import raise_if_interrupted
+from auditor.interrupt import interrupted, raise_if_interrupted
 
 __all__ = ["VLLMGenerator", "is_cpu_build"]
 
@@ -133,7 +133,9 @@ class VLLMGenerator:
         except (ValueError, RuntimeError, OSError) as exc:
             raise_if_interrupted()  # the engine failed because Ctrl-C stopped it
             raise AuditorError(f"vLLM could not start {identity.get('name')}: {exc}") from exc
-        raise_if_interrupted()  # vLLM's start-up handshake swallows KeyboardInterrupt
+        if interrupted():  # vLLM's start-up handshake swallows KeyboardInterrupt
+            self.close()
+            raise KeyboardInterrupt
         self.startup_s = time.perf_counter() - started
         self.tokenizer = self.llm.get_tokenizer()
         self._batches = 0

@@ -693,3 +693,58 @@ def test_each_judge_stage_reports_its_progress_to_the_last_call(tmp_path: Path) 
         total = counts[0][1]
         assert [done for done, _ in counts] == list(range(total + 1)), label
     assert next(t for name, _, t in seen if name == labels[0]) == 2  # a claims call per answer
+
+
+SENSORS = "The thermostat can average up to 6 sensors on the T9 and up to 10 on the T9 Pro."
+
+
+def test_figure_check_contradicts_a_figure_the_evidence_gives_for_something_else(
+    tmp_path: Path,
+) -> None:
+    """The judge fills the claim's blanked figure in from its evidence: another figure of the
+    passage contradicts the claim, with that sentence as evidence; the same figure keeps it."""
+    judge = FakeJudge()
+    judge.figure_fills = {"T9 Pro can average up to ___": "10 sensors", "T9 can average": "6"}
+    items = [
+        _item("wrong", "The T9 Pro can average up to 6 sensors.", [SENSORS]),
+        _item("right", "The T9 can average up to 6 sensors.", [SENSORS]),
+    ]
+    _, rows = _check(items, tmp_path, judge=judge, metrics=["faithfulness"], figure_check=True)
+    wrong, right = rows["wrong"]["claims"][0], rows["right"]["claims"][0]
+    assert wrong["verdict"] == "contradicted" and wrong["contradicting_chunks"] == ["doc#0"]
+    assert wrong["reason"] == "the evidence gives 10 where the claim says 6"
+    assert wrong["p_supported"] == pytest.approx(0.9 * 0.1, abs=0.01)
+    assert wrong["figures"][0]["outcome"] == "conflicts" and "10" in wrong["evidence"]
+    assert right["verdict"] == "supported" and right["figures"][0]["outcome"] == "agrees"
+    asked = [c for c in judge.calls if c.key.stage == "figure"]
+    assert len(asked) == 2 and all("T___" not in c.prompt for c in asked)  # "T9" is a name
+    # the figure prompt begins as the label prompt on the same chunk: one shared prefix
+    label = next(c for c in judge.calls if c.key.stage == "entailment")
+    assert asked[0].prompt.startswith(label.prompt.split("Claim:")[0])
+
+
+def test_figure_check_leaves_premises_unfilled_and_unknowns_alone(tmp_path: Path) -> None:
+    judge = FakeJudge()
+    judge.figure_fills = {"up to ___": "unknown"}
+    item = _item("a", "The T9 Pro can average up to 10 sensors.", [SENSORS])
+    item.question = "Can a T9 Pro average 10 sensors?"
+    _, rows = _check([item], tmp_path, judge=judge, metrics=["faithfulness"], figure_check=True)
+    assert rows["a"]["claims"][0]["verdict"] == "supported"
+    assert not [c for c in judge.calls if c.key.stage == "figure"]  # 10 came from the question
+
+    item = _item("b", "The T9 Pro can average up to 10 sensors.", [SENSORS])
+    _, rows = _check(
+        [item], tmp_path / "b", judge=judge, metrics=["faithfulness"], figure_check=True
+    )
+    claim = rows["b"]["claims"][0]
+    assert claim["verdict"] == "supported" and claim["figures"][0]["outcome"] == "no figure"
+
+
+def test_figure_check_without_log_probabilities_the_written_fill_decides(tmp_path: Path) -> None:
+    judge = FakeJudge()
+    judge.logprobs = False
+    judge.figure_fills = {"up to ___": "10"}
+    item = _item("a", "The T9 Pro can average up to 6 sensors.", [SENSORS])
+    _, rows = _check([item], tmp_path, judge=judge, metrics=["faithfulness"], figure_check=True)
+    claim = rows["a"]["claims"][0]
+    assert claim["verdict"] == "contradicted" and claim["p_supported"] is None
