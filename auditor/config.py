@@ -316,12 +316,6 @@ class JudgeConfig(_Model):
         "deciding chunk's sentences closest to the claim) state it? p_supported becomes "
         "p(chunk states it) x (1 - p(quote says otherwise)).",
     )
-    figure_check: bool = Field(
-        False,
-        description="Ask the judge to fill each figure of a supported claim in from its best "
-        "chunk (the claim with the figure blanked out); a fill that gives another figure of "
-        "the chunk contradicts the claim: p_supported x (1 - the fill's first-token probability).",
-    )
     chunks_per_claim: int = Field(
         2,
         ge=1,

@@ -196,8 +196,6 @@ class FakeJudge:
         self.garbage_for: tuple[str, ...] = ()  # call stages: "claims", "entailment", ...
         self.garbage_times = 10**6
         self.logprobs = True
-        # figure check: {text in the blanked claim: what the judge fills in} (else "unknown")
-        self.figure_fills: dict[str, str] = {}
         self._garbage_sent: dict[Any, int] = {}
 
     def identity(self) -> dict[str, Any]:
@@ -224,14 +222,6 @@ class FakeJudge:
                     )
                     replies.append(reply)
                     continue
-            if call.key.stage == "figure":
-                blanked = call.prompt.rsplit("Sentence:", 1)[1]
-                fill = next((v for k, v in self.figure_fills.items() if k in blanked), "unknown")
-                reply.text, reply.completion_tokens = fill, 2
-                if self.logprobs:
-                    reply.top_logprobs = {fill.split()[0]: math.log(0.9), "unknown": math.log(0.1)}
-                replies.append(reply)
-                continue
             if call.schema is None:  # a label read from log-probabilities
                 reply.text = self._label(call.prompt)
                 reply.completion_tokens = 1

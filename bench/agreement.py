@@ -81,11 +81,6 @@ def main() -> None:
         help="Also score with the quote check, from OUT/quotes.json (bench/quote_pass.py OUT).",
     )
     parser.add_argument(
-        "--figures",
-        action="store_true",
-        help="Also score with the figure check, from OUT/figures.json (bench/figure_pass.py OUT).",
-    )
-    parser.add_argument(
         "--score-only",
         action="store_true",
         help="Judge nothing: score the answers already checked in --out (a partial run).",
@@ -142,8 +137,6 @@ def main() -> None:
     report_cost(checks)
     if args.quotes:
         report_quotes(gold, checks, out, config.support_threshold, args.cv)
-    if args.figures:
-        report_figures(gold, checks, items, out, config.support_threshold, args.cv)
     if args.stock and stock_path.exists():
         report_stock(gold, checks, json.loads(stock_path.read_text()), thresholds)
     print(
@@ -251,7 +244,7 @@ def _print_claims(
     )
 
 
-FAITHFULNESS_STAGES = ("claims", "entailment", "quote", "figure")
+FAITHFULNESS_STAGES = ("claims", "entailment", "quote")
 
 
 def report_cost(checks: list[dict[str, Any]]) -> None:
@@ -335,35 +328,6 @@ def report_quotes(
         f"with the quote check ({asked} quote calls, "
         f"{(quotes['prompt_tokens'] - quotes['cached_tokens']) / max(1, asked):.0f} computed "
         f"tokens each, {quotes['seconds']:.0f} s in all):"
-    )
-    if cv:
-        report_cv(gold, rows, None)
-    else:
-        report_at(gold, rows, threshold)
-
-
-def report_figures(
-    gold: dict[str, Any],
-    checks: list[dict[str, Any]],
-    items: list[Any],
-    out: Path,
-    threshold: float,
-    cv: bool,
-) -> None:
-    """The same answers scored with the figure check folded in (bench/figure_pass.py)."""
-    from bench.figure_pass import with_figures
-
-    path = out / "figures.json"
-    if not path.exists():
-        print(f"no {path}: run bench/figure_pass.py {out} first")
-        return
-    asked = json.loads(path.read_text(encoding="utf-8"))
-    rows = with_figures(checks, asked["answers"], {i.id: i for i in items}, threshold)
-    calls = sum(len(v) for claims in asked["answers"].values() for v in claims.values())
-    print(
-        f"with the figure check ({calls} cloze calls, "
-        f"{(asked['prompt_tokens'] - asked['cached_tokens']) / max(1, calls):.0f} computed "
-        f"prompt tokens each, {asked['seconds']:.0f} s in all):"
     )
     if cv:
         report_cv(gold, rows, None)

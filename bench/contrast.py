@@ -79,11 +79,6 @@ def main() -> None:
         action="store_true",
         help="Fold in the quote check from OUT/quotes.json (bench/quote_pass.py OUT).",
     )
-    parser.add_argument(
-        "--figures",
-        action="store_true",
-        help="Fold in the figure check from OUT/figures.json (bench/figure_pass.py OUT).",
-    )
     args = parser.parse_args()
     started = time.perf_counter()
     labels = {
@@ -101,13 +96,6 @@ def main() -> None:
         quotes = json.loads((out / "quotes.json").read_text(encoding="utf-8"))
         checks = with_quotes(checks, quotes["answers"], config.support_threshold)
         print("with the quote check (bench/quote_pass.py)")
-    if args.figures:
-        from bench.figure_pass import with_figures
-
-        asked = json.loads((out / "figures.json").read_text(encoding="utf-8"))
-        by_id = {item.id: item for item in items}
-        checks = with_figures(checks, asked["answers"], by_id, config.support_threshold)
-        print("with the figure check (bench/figure_pass.py)")
     threshold = config.support_threshold if args.threshold is None else args.threshold
     figures = contrast_figures(labels, checks, threshold)
     low, high = figures["wrong_interval"]

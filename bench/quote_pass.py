@@ -13,7 +13,6 @@ of its calls alone. Resumable: a RUN_DIR that has quotes.json is left as it is.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import time
@@ -33,11 +32,15 @@ os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
 
 
 def stored_claim(data: dict[str, Any]) -> Claim:
-    """A checks.jsonl claim back as a Claim (every field it was written with)."""
-    names = {f.name for f in dataclasses.fields(Claim)}
-    claim = Claim(**{k: v for k, v in data.items() if k in names})
-    claim.span = tuple(data["span"]) if data.get("span") else None  # type: ignore[assignment]
-    return claim
+    """A checks.jsonl claim back as a Claim (what quote_call reads)."""
+    return Claim(
+        text=data["text"],
+        span=tuple(data["span"]) if data["span"] else None,
+        verdict=data["verdict"],
+        kind=data.get("kind", "fact"),
+        p_supported=data.get("p_supported"),
+        judgements=data.get("judgements", []),
+    )
 
 
 def main() -> None:

@@ -128,8 +128,6 @@ class Claim:
     judgements: list[dict[str, Any]] = field(default_factory=list)
     # the focused second question (judge quote_check): the quote and the judge's word on it
     quote: dict[str, Any] | None = None
-    # the figure check (judge figure_check): per figure asked, the judge's fill and outcome
-    figures: list[dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

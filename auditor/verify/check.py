@@ -47,7 +47,6 @@ from auditor.verify.faithfulness import (
     entailment_calls,
     quote_call,
 )
-from auditor.verify.figures import FigureAsk, apply_figures, figure_calls
 from auditor.verify.metrics import METRIC_FIELDS, Planned, metrics_for
 from auditor.versions import package_versions
 
@@ -335,7 +334,7 @@ def _check_batch(
             calls.append(claims_call(item, config))
         for metric in metrics:
             calls.extend(metric.plan(item, outcome))
-    stages = 2 + config.quote_check + config.figure_check
+    stages = 3 if config.quote_check else 2
     first = asker.ask(calls, f"stage 1/{stages}: claims")
 
     # Stage 2: each claim against each of its most similar chunks; calls that need the claims.
@@ -380,7 +379,7 @@ def _check_batch(
                     call, quote, chunk_id = planned
                     quotes.append((call, None))
                     asked[call.key] = (claim, quote, chunk_id)
-        answered = asker.ask(quotes, f"stage 3/{stages}: quote labels")
+        answered = asker.ask(quotes, "stage 3/3: quote labels")
         for key, (claim, quote, chunk_id) in asked.items():
             reply = answered.get(key)
             if reply is None:
@@ -388,30 +387,6 @@ def _check_batch(
                 continue
             probabilities, written = label_probabilities(reply.top_logprobs, reply.text)
             apply_quote(claim, quote, chunk_id, probabilities, written, config.support_threshold)
-
-    # Last stage (figure_check): each figure of a supported claim filled in from its evidence.
-    if config.figure_check:
-        cloze_calls: list[Planned] = []
-        asks: dict[CallKey, tuple[Claim, FigureAsk]] = {}
-        for item in batch:
-            for index, claim in enumerate(claims[item.id]):
-                for call, ask in figure_calls(claim, index, item):
-                    cloze_calls.append((call, None))
-                    asks[call.key] = (claim, ask)
-        filled = asker.ask(cloze_calls, f"stage {stages}/{stages}: figures")
-        by_claim: dict[int, list[tuple[FigureAsk, str, Any]]] = {}
-        for key, (claim, ask) in asks.items():
-            reply = filled.get(key)
-            if reply is None:
-                failures[key.item].append(
-                    f"figure {ask.figure}: no valid judge output after retries"
-                )
-                continue
-            by_claim.setdefault(id(claim), []).append((ask, reply.text, reply.top_logprobs))
-        for item in batch:
-            for claim in claims[item.id]:
-                if id(claim) in by_claim:
-                    apply_figures(claim, by_claim[id(claim)], config.support_threshold)
 
     rows = []
     for item in batch:

@@ -28,7 +28,6 @@ __all__ = [
     "ChunkJudgement",
     "claim_decision",
     "entailment_prompt",
-    "figure_prompt",
     "label_probabilities",
     "missing_figures",
 ]
@@ -51,23 +50,10 @@ Answer with one word:
 Use only the passage, not what you know."""
 
 
-_FIGURE_TASK = """Now a different task: fill the blank with the figure that the passage gives \
-for it. Reply with the figure only, or unknown if the passage does not give it."""
-
-
 def entailment_prompt(passage: str, claim: str, kind: ClaimKind = "fact") -> str:
     """The prompt asking whether `passage` states `claim` (passage first: shared prefix)."""
     instructions = _ABSTENTION_INSTRUCTIONS if kind == "abstention" else _FACT_INSTRUCTIONS
     return f"{instructions}\n\nPassage:\n{passage.strip()}\n\nClaim: {claim.strip()}\nAnswer:"
-
-
-def figure_prompt(passage: str, cloze: str) -> str:
-    """The prompt asking which figure of `passage` fills the blank of `cloze`; it begins as the
-    fact prompt on the same passage does, so vLLM serves the passage from its prefix cache."""
-    return (
-        f"{_FACT_INSTRUCTIONS}\n\nPassage:\n{passage.strip()}\n\n"
-        f"{_FIGURE_TASK}\nSentence: {cloze.strip()}\nFigure:"
-    )
 
 
 def label_probabilities(
