@@ -19,11 +19,18 @@ is a weaker fit than a team's own 50-100 labelled answers.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["JudgeAccuracy", "corrected_rate", "corrected_rate_interval", "rogan_gladen"]
+__all__ = [
+    "JudgeAccuracy",
+    "corrected_rate",
+    "corrected_rate_interval",
+    "rogan_gladen",
+    "wilson_interval",
+]
 
 ROUNDS = 4000
 # more draws than this with se + sp <= 1 and the calibration cannot support an interval
@@ -103,3 +110,14 @@ def corrected_rate_interval(
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(corrected, [tail, 1.0 - tail])
     return float(low), float(high)
+
+
+def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float] | None:
+    """Wilson score interval of a proportion (sound at 0 and 1, unlike the normal one)."""
+    if trials <= 0:
+        return None
+    share = successes / trials
+    denominator = 1.0 + z * z / trials
+    centre = (share + z * z / (2 * trials)) / denominator
+    half = z * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)

@@ -57,6 +57,7 @@ def cli(verbose: int) -> None:
 
 def _register() -> None:
     from auditor.cli.audit_cmd import audit
+    from auditor.cli.calibrate_cmd import calibrate
     from auditor.cli.check_cmd import check
     from auditor.cli.config_cmd import config
     from auditor.cli.ingest import ingest
@@ -71,6 +72,7 @@ def _register() -> None:
     cli.add_command(models)
     cli.add_command(run)
     cli.add_command(check)
+    cli.add_command(calibrate)
     cli.add_command(report)
     cli.add_command(audit)
     cli.add_command(history)

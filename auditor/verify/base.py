@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, Protocol
 
 __all__ = [
@@ -133,3 +133,12 @@ class Claim:
         data = asdict(self)
         data["span"] = list(self.span) if self.span else None
         return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Claim:
+        """A claim as checks.jsonl holds it, back as a Claim (fields it does not know ignored)."""
+        names = {f.name for f in fields(cls)}
+        claim = cls(**{k: v for k, v in data.items() if k in names and k != "span"}, span=None)
+        span = data.get("span")
+        claim.span = (int(span[0]), int(span[1])) if span else None
+        return claim

@@ -1,0 +1,157 @@
+"""`auditor calibrate`: how the judge agrees with people on answers they labelled.
+
+The labels file is the `check --answers` format plus `hallucinated` (true/false) and optional
+`spans` of hallucinated text (`{"start": s, "end": e}` or `[s, e]`, character offsets in the
+answer; the shape of RAGTruth). The answers are checked like any others (resumable), then:
+
+- answer level: the decision threshold with the highest balanced accuracy (`best_threshold`),
+  and at it the judge's sensitivity and specificity with Wilson 95 % intervals, AUROC and the
+  ROC of the answer score;
+- claim level, where spans are given: a claim is hallucinated when its answer span overlaps a
+  labelled one; sensitivity and specificity of the claim verdicts at the same threshold.
+
+CAL_DIR/calibration.json records them with the judge's identity and config hash and the labels'
+hash and size: a calibration applies only to the judge that made it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from auditor.calibration import JudgeAccuracy, wilson_interval
+from auditor.errors import BadInput
+from auditor.jsonl import iter_objects
+from auditor.verify.base import Claim
+from auditor.verify.claims import flagged_at, ranking_score
+from auditor.verify.thresholds import auroc, balanced_accuracy, best_threshold, roc_points
+
+__all__ = ["CALIBRATION", "MIN_LABELLED", "HumanLabel", "build_calibration", "read_labels"]
+
+CALIBRATION = "calibration.json"
+CALIBRATION_SCHEMA_VERSION = 1
+MIN_LABELLED = 20
+
+
+@dataclass(frozen=True)
+class HumanLabel:
+    """A person's verdict on one answer."""
+
+    hallucinated: bool
+    spans: tuple[tuple[int, int], ...] = ()
+
+
+def _span(where: str, value: Any) -> tuple[int, int]:
+    if isinstance(value, dict):
+        value = [value.get("start"), value.get("end")]
+    if (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        and 0 <= value[0] < value[1]
+    ):
+        return value[0], value[1]
+    raise BadInput(
+        f'{where}: each of "spans" must be {{"start": S, "end": E}} or [S, E] with 0 <= S < E'
+    )
+
+
+def read_labels(path: Path) -> dict[str, HumanLabel]:
+    """{answer id: label} from a labels file; one-line BadInput naming file and line."""
+    labels: dict[str, HumanLabel] = {}
+    for where, data in iter_objects(path, "id, question, contexts, answer, hallucinated"):
+        hallucinated = data.get("hallucinated")
+        if not isinstance(hallucinated, bool):
+            raise BadInput(f'{where}: "hallucinated" must be true or false')
+        spans = data.get("spans") or []
+        if not isinstance(spans, list):
+            raise BadInput(f'{where}: "spans" must be a list')
+        labels[str(data.get("id"))] = HumanLabel(
+            hallucinated, tuple(_span(where, s) for s in spans)
+        )
+    return labels
+
+
+def labels_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _accuracy_json(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
+    """Counts, sensitivity and specificity (Wilson intervals) of (gold, flagged) pairs."""
+    accuracy = JudgeAccuracy(
+        true_positives=sum(g and f for g, f in pairs),
+        positives=sum(g for g, _ in pairs),
+        true_negatives=sum(not g and not f for g, f in pairs),
+        negatives=sum(not g for g, _ in pairs),
+    )
+    return {
+        "true_positives": accuracy.true_positives,
+        "positives": accuracy.positives,
+        "true_negatives": accuracy.true_negatives,
+        "negatives": accuracy.negatives,
+        "sensitivity": accuracy.sensitivity,
+        "sensitivity_interval": wilson_interval(accuracy.true_positives, accuracy.positives),
+        "specificity": accuracy.specificity,
+        "specificity_interval": wilson_interval(accuracy.true_negatives, accuracy.negatives),
+        "balanced_accuracy": balanced_accuracy(pairs) if pairs else None,
+        "informative": accuracy.informative,
+    }
+
+
+def build_calibration(
+    checks: list[dict[str, Any]], labels: dict[str, HumanLabel], source: Path
+) -> dict[str, Any]:
+    """The calibration figures of checked, labelled answers (BadInput when they cannot
+    support one: too few answers, a class missing, a judge no better than chance)."""
+    rows = [row for row in checks if row["id"] in labels]
+    if len(rows) < MIN_LABELLED:
+        raise BadInput(
+            f"{source}: {len(rows)} labelled answers checked; a calibration needs at least "
+            f"{MIN_LABELLED} (50-100 recommended)"
+        )
+    gold = [labels[row["id"]].hallucinated for row in rows]
+    if all(gold) or not any(gold):
+        missing = "clean" if all(gold) else "hallucinated"
+        raise BadInput(
+            f"{source}: no {missing} answer among the labels, so the judge's "
+            f"{'specificity' if missing == 'clean' else 'sensitivity'} is undefined; add some"
+        )
+    claims = {row["id"]: [Claim.from_json(c) for c in row["claims"]] for row in rows}
+    scores = [ranking_score(claims[row["id"]]) for row in rows]
+    threshold = best_threshold(scores, gold)
+    answer_pairs = [
+        (g, flagged_at(claims[row["id"]], threshold)) for row, g in zip(rows, gold, strict=True)
+    ]
+    answer_level = _accuracy_json(answer_pairs)
+    if not answer_level["informative"]:
+        raise BadInput(
+            f"{source}: the judge is no better than chance on these labels (sensitivity "
+            f"{answer_level['sensitivity']:.2f} + specificity {answer_level['specificity']:.2f} "
+            "<= 1), so its rates cannot be corrected; use a stronger judge"
+        )
+    claim_pairs = []
+    with_spans = [
+        row for row in rows if labels[row["id"]].hallucinated is False or labels[row["id"]].spans
+    ]
+    for row in with_spans:
+        spans = labels[row["id"]].spans
+        for claim in claims[row["id"]]:
+            if claim.verdict == "unverifiable" or claim.span is None:
+                continue
+            start, end = claim.span
+            bad = any(start < e and s < end for s, e in spans)
+            claim_pairs.append((bad, flagged_at([claim], threshold)))
+    return {
+        "schema_version": CALIBRATION_SCHEMA_VERSION,
+        "answers": len(rows),
+        "hallucinated": sum(gold),
+        "threshold": threshold,
+        "threshold_rule": "highest balanced accuracy on these answers (auditor.verify.thresholds)",
+        "answer_level": answer_level | {"auroc": auroc(scores, gold)},
+        "roc": [[round(x, 4), round(y, 4)] for x, y in roc_points(scores, gold)],
+        "claim_level": _accuracy_json(claim_pairs) | {"claims": len(claim_pairs)}
+        if claim_pairs
+        else None,
+    }

@@ -1,0 +1,115 @@
+"""`auditor calibrate`: the judge's sensitivity and specificity on answers people labelled."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from auditor.cli.options import judge_option
+from auditor.cli.progress import StderrProgress
+from auditor.cli.terminal import engine_output_to
+from auditor.store import ENGINE_LOG
+
+__all__ = ["calibrate"]
+
+
+@click.command()
+@click.option(
+    "--labels",
+    "labels_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Labelled answers (JSONL: id, question, contexts, answer, hallucinated, spans?).",
+)
+@click.option(
+    "--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Calibration dir."
+)
+@judge_option
+@click.option(
+    "--set",
+    "set_items",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a judge config key, dotted.",
+)
+@click.option("--limit", type=click.IntRange(1), help="Only the first N labelled answers.")
+@click.option("--json", "as_json", is_flag=True, help="Print the calibration as JSON on stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+def calibrate(
+    labels_path: Path,
+    out_dir: Path,
+    judge_path: Path | None,
+    set_items: tuple[str, ...],
+    limit: int | None,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Check answers that people labelled and measure how the judge agrees with them.
+
+    Writes OUT/checks.jsonl (resumable, like `check`) and OUT/calibration.json: the judge's
+    identity and config hash, the labels' hash and size, answer- and claim-level sensitivity
+    and specificity with 95 % intervals, the ROC of the answer score, and the threshold with
+    the highest balanced accuracy.
+    """
+    from auditor.calibrate import CALIBRATION, build_calibration, labels_sha256, read_labels
+    from auditor.config import config_sha256, load_judge, parse_set_option
+    from auditor.ingest.manifest import utc_now, write_json_atomic
+    from auditor.store import read_jsonl
+    from auditor.verify.check import CHECK_MANIFEST, check_run, import_answers
+
+    config = load_judge(judge_path, dict(parse_set_option(item) for item in set_items))
+    labels = read_labels(labels_path)  # bad labels fail before any engine starts
+    items = import_answers(labels_path, out_dir)
+    if limit is not None:
+        items = items[:limit]
+    with engine_output_to(out_dir / ENGINE_LOG), StderrProgress(enabled=not quiet) as display:
+        check_run(
+            [(out_dir, items)],
+            config,
+            on_stage=display.say,
+            on_check_start=lambda name, total: display.bar("checking labelled answers", total),
+            on_batch=display.advance,
+            on_calls=display.step,
+        )
+    wanted = {item.id for item in items}
+    checks = [row for row in read_jsonl(out_dir / "checks.jsonl") if row["id"] in wanted]
+    figures = build_calibration(checks, labels, labels_path)
+    check_manifest = json.loads((out_dir / CHECK_MANIFEST).read_text(encoding="utf-8"))
+    calibration = {
+        "created_at": utc_now(),
+        "judge": {
+            "name": config.name,
+            "sha256": config_sha256(config),
+            "identity": check_manifest["judge"].get("identity"),
+        },
+        "labels": {"path": str(labels_path), "sha256": labels_sha256(labels_path)},
+    } | figures
+    write_json_atomic(out_dir / CALIBRATION, calibration)
+    if as_json:
+        click.echo(json.dumps(calibration, indent=2))
+        return
+    answer = calibration["answer_level"]
+    lines = [
+        f"calibrated {config.name} on {figures['answers']} labelled answers "
+        f"({figures['hallucinated']} hallucinated) -> {out_dir / CALIBRATION}",
+        f"  threshold {figures['threshold']:.3f} (highest balanced accuracy): "
+        f"sensitivity {_share(answer['sensitivity'], answer['sensitivity_interval'])}, "
+        f"specificity {_share(answer['specificity'], answer['specificity_interval'])}, "
+        f"AUROC {answer['auroc']:.3f}",
+    ]
+    claim = calibration["claim_level"]
+    if claim is not None:
+        lines.append(
+            f"  claims ({claim['claims']}): sensitivity "
+            f"{_share(claim['sensitivity'], claim['sensitivity_interval'])}, specificity "
+            f"{_share(claim['specificity'], claim['specificity_interval'])}"
+        )
+    click.echo("\n".join(lines))
+
+
+def _share(value: float | None, interval: list[float] | tuple[float, float] | None) -> str:
+    if value is None or interval is None:
+        return "n/a"
+    return f"{value:.3f} ({interval[0]:.3f}-{interval[1]:.3f})"
