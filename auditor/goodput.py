@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from auditor.calibration import JudgeAccuracy
 from auditor.config import ALL_JUDGE_METRICS, GoodputConfig, SLOConfig
 
 __all__ = ["METRICS", "RequestRow", "request_rows", "summarize"]
@@ -51,7 +52,12 @@ METRICS: dict[str, tuple[str, bool]] = {
     "completion": ("", True),
     "error_rate": ("", False),
     "unverifiable_rate": ("", False),
+    # with a calibration (auditor calibrate): the same, corrected for the judge's own error
+    "hallucination_rate_corrected": ("", False),
+    "quality_weight_corrected": ("", True),
+    "goodput_tps_corrected": ("tok/s", True),
 }
+CORRECTED = ("hallucination_rate_corrected", "quality_weight_corrected", "goodput_tps_corrected")
 
 
 @dataclass(frozen=True)
@@ -222,6 +228,37 @@ def bootstrap_intervals(
     return intervals
 
 
+def _corrected(
+    figures: dict[str, float | None],
+    sensitivity: float,
+    specificity: float,
+    weights: GoodputConfig,
+) -> dict[str, float | None]:
+    """The hallucination rate, quality weight and goodput with the claim rate corrected for
+    the judge's error (Rogan-Gladen); None where the correction is undefined."""
+    from auditor.calibration import rogan_gladen
+
+    judged = figures["hallucination_rate"]
+    weight = figures["quality_weight"]
+    h = None if judged is None else rogan_gladen(judged, sensitivity, specificity)
+    corrected_weight = None
+    if h is not None and weight is not None and judged is not None:
+        # the weight's other factors (relevancy, completion) are not the judge's claim rate
+        others = weight / (1 - judged) ** weights.hallucination if judged < 1 else None
+        if others is not None:
+            corrected_weight = (1 - h) ** weights.hallucination * others
+        elif not weights.relevancy and not weights.completion:
+            corrected_weight = (1 - h) ** weights.hallucination
+    tps = figures["tps"]
+    return {
+        "hallucination_rate_corrected": h,
+        "quality_weight_corrected": corrected_weight,
+        "goodput_tps_corrected": tps * corrected_weight
+        if tps is not None and corrected_weight is not None
+        else None,
+    }
+
+
 def summarize(
     manifest: dict[str, Any],
     records: Sequence[dict[str, Any]],
@@ -231,8 +268,15 @@ def summarize(
     *,
     rounds: int = 1000,
     seed: int = 0,
+    calibration: JudgeAccuracy | None = None,
 ) -> dict[str, Any]:
-    """summary.json for a run dir: every figure with its 95 % interval where it is a statistic."""
+    """summary.json for a run dir: every figure with its 95 % interval where it is a statistic.
+
+    With a `calibration` (the judge's claim-level accuracy on labelled answers), the corrected
+    figures join them; their intervals resample the requests and, in the same rounds, draw the
+    judge's sensitivity and specificity from the calibration's binomials, so they carry both
+    uncertainties.
+    """
     rows = request_rows(records, checks)
     measured = manifest.get("kind", "run") == "run"
     generation_s = (
@@ -247,7 +291,22 @@ def summarize(
         return _figures(sample, tps, generation_s, slo, weights)
 
     point = figures(rows)
-    intervals = bootstrap_intervals(rows, figures, rounds=rounds, seed=seed)
+    boot = figures
+    calibrated = calibration is not None and calibration.informative
+    if calibration is not None and calibrated:
+        se, sp = calibration.sensitivity, calibration.specificity
+        assert se is not None and sp is not None
+        point |= _corrected(point, se, sp, weights)
+        draws = np.random.default_rng(seed + 1)
+
+        def boot(sample: Sequence[RequestRow]) -> dict[str, float | None]:
+            values = figures(sample)
+            se_draw = draws.binomial(calibration.positives, se) / calibration.positives
+            sp_draw = draws.binomial(calibration.negatives, sp) / calibration.negatives
+            return values | _corrected(values, se_draw, sp_draw, weights)
+
+    intervals = bootstrap_intervals(rows, boot, rounds=rounds, seed=seed)
+    point = {name: point.get(name) for name in METRICS}  # corrected ones: None uncalibrated
     metrics = {
         name: {
             "value": value,

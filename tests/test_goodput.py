@@ -143,3 +143,33 @@ def test_durations_read_in_the_unit_a_person_uses() -> None:
     assert format_duration_ms(1_234) == "1.23 s"
     assert format_duration_ms(725_000) == "12 min 5 s"
     assert format_duration_ms(None) == "n/a" and format_duration_ms(float("nan")) == "n/a"
+
+
+def test_a_calibration_adds_rates_corrected_for_the_judge_by_hand() -> None:
+    """20 requests, 7 of 20 claims flagged: judged h 0.35. A judge with sensitivity 0.8 and
+    specificity 0.7 flags 0.35 of claims when the true rate is 0.1 (Rogan-Gladen), so the
+    corrected weight is 0.9 and goodput 10 tok/s x 0.9; intervals hold the point, and the
+    corrected rate's is wider than the judged one's (it carries the calibration too)."""
+    from auditor.calibration import JudgeAccuracy
+
+    records = [_record(f"r{k}", 5, 0.5, 0.05, 1.0) for k in range(20)]
+    checks = [_check(f"r{k}", 0 if k < 7 else 1, 1 if k < 7 else 0) for k in range(20)]
+    judge = JudgeAccuracy(true_positives=80, positives=100, true_negatives=70, negatives=100)
+    summary = summarize(
+        MANIFEST, records, checks, SLOConfig(), GoodputConfig(), rounds=400, calibration=judge
+    )
+    assert _value(summary, "hallucination_rate") == pytest.approx(0.35)
+    assert _value(summary, "hallucination_rate_corrected") == pytest.approx(0.1)
+    assert _value(summary, "quality_weight_corrected") == pytest.approx(0.9)
+    assert _value(summary, "goodput_tps_corrected") == pytest.approx(10.0 * 0.9)
+    judged_low, judged_high = summary["metrics"]["hallucination_rate"]["ci95"]
+    low, high = summary["metrics"]["hallucination_rate_corrected"]["ci95"]
+    assert low <= 0.1 <= high and high - low > judged_high - judged_low
+
+    plain = summarize(MANIFEST, records, checks, SLOConfig(), GoodputConfig(), rounds=50)
+    assert _value(plain, "hallucination_rate_corrected") is None
+    chance = JudgeAccuracy(true_positives=50, positives=100, true_negatives=50, negatives=100)
+    weak = summarize(
+        MANIFEST, records, checks, SLOConfig(), GoodputConfig(), rounds=50, calibration=chance
+    )
+    assert _value(weak, "goodput_tps_corrected") is None  # never a figure it cannot support
