@@ -21,6 +21,7 @@ from auditor.report import RunArtifacts, load_run, render_report, write_summary
 from auditor.run import RunCallbacks, run_pipeline
 
 if TYPE_CHECKING:
+    from auditor.calibrate import Calibration
     from auditor.verify.check import OnStageCalls
 
 __all__ = ["AuditOutcome", "finish_audit", "run_audit"]
@@ -45,11 +46,12 @@ def finish_audit(
     gates: Sequence[Gate] = (),
     history_path: Path | None = None,
     record: bool = False,
+    calibration: Calibration | None = None,
 ) -> AuditOutcome:
     """Summaries, gates, history and the HTML report for run dirs that were run and checked."""
     runs = [load_run(run_dir) for run_dir in run_dirs]
     for run in runs:
-        write_summary(run)
+        write_summary(run, calibration)
     results = evaluate_gates(gates, {run.name: run.summary for run in runs})
     if record and history_path is not None:
         for run in runs:
@@ -86,9 +88,17 @@ def run_audit(
     judge_factory: Callable[[JudgeConfig], Any] | None = None,
     embed: Callable[[list[str]], Any] | None = None,
     generator_factory: Callable[..., Any] | None = None,
+    calibration: Calibration | None = None,
 ) -> AuditOutcome:
-    """Run every pipeline into OUT/<name>/, check each, write OUT/report.html (see module doc)."""
+    """Run every pipeline into OUT/<name>/, check each, write OUT/report.html (see module doc).
+
+    With a calibration, the judge decides at the calibration's threshold (its sensitivity and
+    specificity were measured there) and the summaries carry corrected rates.
+    """
     from auditor.verify.check import check_run, items_from_run
+
+    if calibration is not None:
+        judge_config = calibration.judge_config(judge_config)  # refuses another judge's settings
 
     names = [p.name for p in pipelines]
     if len(set(names)) != len(names):
@@ -119,4 +129,6 @@ def run_audit(
         on_calls=on_check_calls,
     )
     on_stage("summaries, gates and report")
-    return finish_audit(run_dirs, out_dir / "report.html", gates, history_path, record=True)
+    return finish_audit(
+        run_dirs, out_dir / "report.html", gates, history_path, record=True, calibration=calibration
+    )

@@ -17,18 +17,29 @@ hash and size: a calibration applies only to the judge that made it.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from auditor.calibration import JudgeAccuracy, wilson_interval
+from auditor.config import JudgeConfig
 from auditor.errors import BadInput
 from auditor.jsonl import iter_objects
 from auditor.verify.base import Claim
 from auditor.verify.claims import flagged_at, ranking_score
 from auditor.verify.thresholds import auroc, balanced_accuracy, best_threshold, roc_points
 
-__all__ = ["CALIBRATION", "MIN_LABELLED", "HumanLabel", "build_calibration", "read_labels"]
+__all__ = [
+    "CALIBRATION",
+    "MIN_LABELLED",
+    "Calibration",
+    "HumanLabel",
+    "build_calibration",
+    "judge_fingerprint",
+    "load_calibration",
+    "read_labels",
+]
 
 CALIBRATION = "calibration.json"
 CALIBRATION_SCHEMA_VERSION = 1
@@ -120,7 +131,8 @@ def build_calibration(
         )
     claims = {row["id"]: [Claim.from_json(c) for c in row["claims"]] for row in rows}
     scores = [ranking_score(claims[row["id"]]) for row in rows]
-    threshold = best_threshold(scores, gold)
+    # rounded: a judge config holds it as written, and the fingerprint must match exactly
+    threshold = round(best_threshold(scores, gold), 3)
     answer_pairs = [
         (g, flagged_at(claims[row["id"]], threshold)) for row, g in zip(rows, gold, strict=True)
     ]
@@ -155,3 +167,124 @@ def build_calibration(
         if claim_pairs
         else None,
     }
+
+
+# judge settings that change no verdict: left out of the fingerprint
+_NOT_VERDICTS = {"name", "metrics", "retries", "answers_per_batch"}
+_NOT_VERDICTS_ENGINE = {"kv_cache_gib", "cpu_threads", "tensor_parallel_size", "enforce_eager"}
+
+
+def judge_fingerprint(identity: dict[str, Any] | None, config: dict[str, Any]) -> dict[str, Any]:
+    """What must match for a calibration to apply: the judge's weights (hash), backend and the
+    dtype it ran in, and a hash of the settings that decide verdicts (the threshold included;
+    not the metrics, batch sizes or CPU threads)."""
+    identity = identity or {}
+    verdict = {k: v for k, v in config.items() if k not in _NOT_VERDICTS}
+    verdict["generator"] = {
+        k: v for k, v in config.get("generator", {}).items() if k not in _NOT_VERDICTS_ENGINE
+    }
+    encoded = json.dumps(verdict, sort_keys=True, separators=(",", ":")).encode()
+    return {
+        "model": identity.get("weights_sha256")
+        or identity.get("gguf_sha256")
+        or identity.get("name"),
+        "backend": identity.get("backend"),
+        "dtype": identity.get("dtype"),
+        "verdict_sha256": hashlib.sha256(encoded).hexdigest(),
+    }
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A calibration as `auditor calibrate` wrote it, with where it came from."""
+
+    path: Path
+    data: dict[str, Any]
+
+    @property
+    def claim_accuracy(self) -> JudgeAccuracy | None:
+        """The judge's claim-level accuracy (None without labelled spans)."""
+        level = self.data.get("claim_level")
+        if not level:
+            return None
+        return JudgeAccuracy(
+            level["true_positives"], level["positives"], level["true_negatives"], level["negatives"]
+        )
+
+    def mismatch(self, check_manifest: dict[str, Any] | None) -> str | None:
+        """Why this calibration does not apply to the judge of a check (None: it applies)."""
+        judge = (check_manifest or {}).get("judge", {})
+        if not judge:
+            return "the run was not checked"
+        theirs = judge_fingerprint(judge.get("identity"), judge.get("config", {}))
+        ours = self.data["judge"]["fingerprint"]
+        for key, what in (
+            ("model", "judge model"),
+            ("backend", "judge backend"),
+            ("dtype", "judge dtype"),
+            ("verdict_sha256", "judge settings (prompt, threshold, chunks per claim, ...)"),
+        ):
+            if theirs.get(key) != ours.get(key):
+                return f"another {what}: {theirs.get(key)} here, {ours.get(key)} calibrated"
+        return None
+
+    def judge_config(self, config: JudgeConfig) -> JudgeConfig:
+        """`config` at this calibration's threshold; BadInput when its verdict settings are not
+        the calibrated ones (checked before any engine starts)."""
+        at = config.model_copy(update={"support_threshold": self.data["threshold"]})
+        ours = judge_fingerprint(None, at.model_dump(mode="json"))["verdict_sha256"]
+        if ours != self.data["judge"]["fingerprint"]["verdict_sha256"]:
+            raise BadInput(
+                f"{self.path}: calibrated for other judge settings than {config.name}'s (prompt, "
+                "model, chunks per claim, ...); calibrate this judge with `auditor calibrate`"
+            )
+        return at
+
+    def provenance(self) -> dict[str, Any]:
+        """What a summary and a report say about the calibration applied."""
+        answer, claim = self.data["answer_level"], self.data.get("claim_level")
+        return {
+            "path": str(self.path),
+            "labels": self.data["labels"],
+            "answers": self.data["answers"],
+            "hallucinated": self.data["hallucinated"],
+            "threshold": self.data["threshold"],
+            "domain": self.data.get("domain"),
+            "answer_level": {k: answer[k] for k in _SHOWN if k in answer},
+            "claim_level": None if not claim else {k: claim[k] for k in _SHOWN if k in claim},
+        }
+
+
+_SHOWN = (
+    "sensitivity",
+    "sensitivity_interval",
+    "specificity",
+    "specificity_interval",
+    "balanced_accuracy",
+    "auroc",
+    "claims",
+)
+
+
+def load_calibration(path: Path) -> Calibration:
+    """A calibration from CAL_DIR (or its calibration.json); BadInput in one line otherwise."""
+    file = path / CALIBRATION if path.is_dir() else path
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise BadInput(
+            f"{file}: no such calibration; make one with `auditor calibrate --labels F --out DIR`"
+        ) from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadInput(
+            f"{file}: not a readable calibration ({exc}); run auditor calibrate again"
+        ) from exc
+    if not isinstance(data, dict) or data.get("schema_version") != CALIBRATION_SCHEMA_VERSION:
+        raise BadInput(
+            f"{file}: not a calibration of this auditor (schema); run auditor calibrate again"
+        )
+    if "fingerprint" not in data.get("judge", {}):
+        raise BadInput(
+            f"{file}: calibration without a judge fingerprint; run auditor calibrate again"
+        )
+    return Calibration(file, data)

@@ -8,7 +8,14 @@ import click
 
 from auditor.cli.options import index_option, judge_option, questions_option
 from auditor.cli.progress import StderrProgress
-from auditor.cli.report_cmd import _history_path, echo_outcome, gate_option, history_option
+from auditor.cli.report_cmd import (
+    _history_path,
+    calibration_option,
+    echo_outcome,
+    gate_option,
+    history_option,
+    load_calibration_option,
+)
 from auditor.cli.run_cmd import _RunProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.store import ENGINE_LOG
@@ -45,6 +52,7 @@ __all__ = ["audit"]
 @click.option("--limit", type=click.IntRange(1), help="Only the first N questions.")
 @gate_option
 @history_option
+@calibration_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def audit(
     pipelines: tuple[str, ...],
@@ -56,6 +64,7 @@ def audit(
     limit: int | None,
     gate_texts: tuple[str, ...],
     history_path: Path | None,
+    calibration_dir: Path | None,
     quiet: bool,
 ) -> None:
     """Audit pipelines end to end: answer, check every claim, report, record, gate.
@@ -71,6 +80,9 @@ def audit(
     gates = [parse_gate(text) for text in gate_texts]  # bad gates fail before any engine starts
     configs = [load_pipeline(resolve_pipeline_path(p)) for p in pipelines]
     judge_config = load_judge(judge_path, dict(parse_set_option(item) for item in judge_set))
+    calibration = load_calibration_option(calibration_dir)
+    if calibration is not None:  # another judge's calibration fails before any engine starts
+        judge_config = calibration.judge_config(judge_config)
     with engine_output_to(out_dir / ENGINE_LOG), StderrProgress(enabled=not quiet) as display:
 
         def on_check_start(name: str, total: int) -> None:
@@ -90,5 +102,6 @@ def audit(
             on_check_start=on_check_start,
             on_check_batch=display.advance,
             on_check_calls=display.step,
+            calibration=calibration,
         )
     echo_outcome(outcome)

@@ -53,7 +53,13 @@ def calibrate(
     and specificity with 95 % intervals, the ROC of the answer score, and the threshold with
     the highest balanced accuracy.
     """
-    from auditor.calibrate import CALIBRATION, build_calibration, labels_sha256, read_labels
+    from auditor.calibrate import (
+        CALIBRATION,
+        build_calibration,
+        judge_fingerprint,
+        labels_sha256,
+        read_labels,
+    )
     from auditor.config import config_sha256, load_judge, parse_set_option
     from auditor.ingest.manifest import utc_now, write_json_atomic
     from auditor.store import read_jsonl
@@ -83,6 +89,11 @@ def calibrate(
             "name": config.name,
             "sha256": config_sha256(config),
             "identity": check_manifest["judge"].get("identity"),
+            # as the judge will run when this calibration applies: at its threshold
+            "fingerprint": judge_fingerprint(
+                check_manifest["judge"].get("identity"),
+                check_manifest["judge"]["config"] | {"support_threshold": figures["threshold"]},
+            ),
         },
         "labels": {"path": str(labels_path), "sha256": labels_sha256(labels_path)},
     } | figures

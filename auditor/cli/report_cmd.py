@@ -23,6 +23,25 @@ def history_option(func: Any) -> Any:
     )(func)
 
 
+def calibration_option(func: Any) -> Any:
+    return click.option(
+        "--calibration",
+        "calibration_dir",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="A calibration of the judge (`auditor calibrate`): rates are also shown corrected "
+        "for the judge's own error.",
+    )(func)
+
+
+def load_calibration_option(path: Path | None) -> Any:
+    if path is None:
+        return None
+    from auditor.calibrate import load_calibration
+
+    return load_calibration(path)
+
+
 def gate_option(func: Any) -> Any:
     return click.option(
         "--gate",
@@ -115,6 +134,7 @@ def echo_outcome(outcome: Any) -> None:
 )
 @gate_option
 @history_option
+@calibration_option
 @click.option(
     "--record", is_flag=True, help="Also record these runs in the audit history (as an audit does)."
 )
@@ -123,6 +143,7 @@ def report(
     out_path: Path | None,
     gate_texts: tuple[str, ...],
     history_path: Path | None,
+    calibration_dir: Path | None,
     record: bool,
 ) -> None:
     """Render one self-contained HTML report from run dirs (no engine needed).
@@ -134,8 +155,11 @@ def report(
     from auditor.gates import parse_gate
 
     gates = [parse_gate(text) for text in gate_texts]
+    calibration = load_calibration_option(calibration_dir)
     target = out_path or run_dirs[0] / "report.html"
-    outcome = finish_audit(list(run_dirs), target, gates, _history_path(history_path), record)
+    outcome = finish_audit(
+        list(run_dirs), target, gates, _history_path(history_path), record, calibration
+    )
     echo_outcome(outcome)
 
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from auditor.config import GoodputConfig, PipelineConfig, SLOConfig
 from auditor.errors import BadInput
@@ -29,6 +29,9 @@ from auditor.ingest.manifest import utc_now, write_json_atomic
 from auditor.store import read_jsonl, read_run_manifest
 
 __all__ = ["RunArtifacts", "load_run", "render_report", "write_summary"]
+
+if TYPE_CHECKING:
+    from auditor.calibrate import Calibration
 
 SUMMARY = "summary.json"
 _VERDICT_RANK = {"contradicted": 3, "unsupported": 2, "unverifiable": 1, "supported": 0}
@@ -86,10 +89,23 @@ def load_run(run_dir: Path) -> RunArtifacts:
     )
 
 
-def write_summary(run: RunArtifacts) -> dict[str, Any]:
-    """Compute the run's summary (deterministic: seeded bootstrap) and write summary.json."""
+def write_summary(run: RunArtifacts, calibration: Calibration | None = None) -> dict[str, Any]:
+    """Compute the run's summary (deterministic: seeded bootstrap) and write summary.json.
+
+    With a calibration, the judged rates are also given corrected for the judge's error; a
+    calibration of another judge is refused with the reason.
+    """
     slo, weights = _pipeline_settings(run.manifest)
-    summary = summarize(run.manifest, run.records, run.checks, slo, weights)
+    accuracy = None
+    if calibration is not None:
+        if run.checks and (reason := calibration.mismatch(run.check_manifest)):
+            raise BadInput(
+                f"{calibration.path}: does not apply to {run.run_dir} ({reason}); calibrate that "
+                "judge with `auditor calibrate`, or report without --calibration"
+            )
+        accuracy = calibration.claim_accuracy
+    summary = summarize(run.manifest, run.records, run.checks, slo, weights, calibration=accuracy)
+    summary["calibration"] = None if calibration is None else calibration.provenance()
     summary |= {
         "pipeline": run.name,
         "generated_at": utc_now(),

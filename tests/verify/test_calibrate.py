@@ -96,3 +96,50 @@ def test_calibrate_refuses_labels_that_cannot_support_a_calibration(
     assert message in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (out / "calibration.json").exists()
+
+
+def test_a_calibration_corrects_the_report_of_the_judge_it_measured_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """calibrate -> check at the calibration's threshold -> report --calibration: summary.json
+    and the report carry corrected rates and say which calibration applied; a calibration of
+    other judge settings is refused in one line; without one the report says uncorrected."""
+    result, cal = _run(tmp_path, _labelled(24), monkeypatch)
+    assert result.exit_code == 0, result.stderr
+    threshold = json.loads((cal / "calibration.json").read_text())["threshold"]
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(
+        "".join(json.dumps(r) + "\n" for r in _labelled(12, wrong_every=3)), encoding="utf-8"
+    )
+    runner = CliRunner()
+    audited = tmp_path / "audited"
+    args = ["check", "--answers", str(answers), "--out", str(audited), "-q"]
+    done = runner.invoke(cli, [*args, "--set", f"support_threshold={threshold}"])
+    assert done.exit_code == 0, done.stderr
+    report = tmp_path / "report.html"
+    done = runner.invoke(
+        cli, ["report", str(audited), "--out", str(report), "--calibration", str(cal)]
+    )
+    assert done.exit_code == 0, done.stderr
+    metrics = json.loads((audited / "summary.json").read_text())["metrics"]
+    assert metrics["hallucination_rate"]["value"] == pytest.approx(4 / 12)
+    # a perfect judge on the calibration: the corrected rate is the judged one
+    assert metrics["hallucination_rate_corrected"]["value"] == pytest.approx(4 / 12)
+    low, high = metrics["hallucination_rate_corrected"]["ci95"]
+    assert low < 4 / 12 < high
+    html = report.read_text()
+    assert "Corrected figures" in html and "hallucinated claims (corrected)" in html
+
+    done = runner.invoke(cli, ["report", str(audited), "--out", str(report)])
+    assert done.exit_code == 0 and "Rates are as judged" in report.read_text()
+
+    other = tmp_path / "other"
+    runner.invoke(cli, [*args[:4], str(other), "-q", "--set", "chunks_per_claim=1"])
+    done = runner.invoke(
+        cli, ["report", str(other), "--out", str(report), "--calibration", str(cal)]
+    )
+    assert done.exit_code == 2 and "does not apply" in done.stderr
+    assert "judge settings" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+    done = runner.invoke(cli, ["report", str(audited), "--calibration", str(tmp_path / "none")])
+    assert done.exit_code == 2 and "no such calibration" in done.stderr
