@@ -36,9 +36,11 @@ __all__ = [
     "Calibration",
     "HumanLabel",
     "build_calibration",
+    "calibration_for",
     "judge_fingerprint",
     "load_calibration",
     "read_labels",
+    "shipped_calibrations",
 ]
 
 CALIBRATION = "calibration.json"
@@ -288,3 +290,22 @@ def load_calibration(path: Path) -> Calibration:
             f"{file}: calibration without a judge fingerprint; run auditor calibrate again"
         )
     return Calibration(file, data)
+
+
+def shipped_calibrations() -> list[Calibration]:
+    """The calibrations that ship with the auditor (auditor/calibrations/: the default judge's,
+    made from RAGTruth QA dev by `bench/agreement.py --write-calibration`)."""
+    from importlib.resources import files
+
+    found = []
+    for entry in sorted(files("auditor").joinpath("calibrations").iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".json"):
+            found.append(
+                Calibration(Path(str(entry)), json.loads(entry.read_text(encoding="utf-8")))
+            )
+    return found
+
+
+def calibration_for(check_manifest: dict[str, Any] | None) -> Calibration | None:
+    """The shipped calibration that applies to this check's judge, if one does."""
+    return next((c for c in shipped_calibrations() if c.mismatch(check_manifest) is None), None)

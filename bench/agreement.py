@@ -81,6 +81,12 @@ def main() -> None:
         help="Also score with the quote check, from OUT/quotes.json (bench/quote_pass.py OUT).",
     )
     parser.add_argument(
+        "--write-calibration",
+        type=Path,
+        help="Write these answers' calibration of the judge here (auditor calibrate's format; "
+        "auditor/calibrations/ ships the default judge's).",
+    )
+    parser.add_argument(
         "--score-only",
         action="store_true",
         help="Judge nothing: score the answers already checked in --out (a partial run).",
@@ -137,6 +143,8 @@ def main() -> None:
     report_cost(checks)
     if args.quotes:
         report_quotes(gold, checks, out, config.support_threshold, args.cv)
+    if args.write_calibration:
+        write_calibration(args.write_calibration, gold, checks, out)
     if args.stock and stock_path.exists():
         report_stock(gold, checks, json.loads(stock_path.read_text()), thresholds)
     print(
@@ -333,6 +341,50 @@ def report_quotes(
         report_cv(gold, rows, None)
     else:
         report_at(gold, rows, threshold)
+
+
+def write_calibration(
+    target: Path, gold: dict[str, Any], checks: list[dict[str, Any]], out: Path
+) -> None:
+    """The calibration `auditor calibrate` would write for these checked, labelled answers."""
+    from auditor.calibrate import (
+        CALIBRATION_SCHEMA_VERSION,
+        HumanLabel,
+        build_calibration,
+        judge_fingerprint,
+    )
+    from auditor.ingest.manifest import utc_now, write_json_atomic
+
+    labels = {
+        i: HumanLabel(bool(r["hallucinated"]), tuple((s["start"], s["end"]) for s in r["spans"]))
+        for i, r in gold.items()
+    }
+    figures = build_calibration(checks, labels, DEV)
+    judge = json.loads((out / "check.json").read_text(encoding="utf-8"))["judge"]
+    at = judge["config"] | {"support_threshold": figures["threshold"]}
+    calibration = {
+        "schema_version": CALIBRATION_SCHEMA_VERSION,
+        "created_at": utc_now(),
+        "judge": {
+            "name": judge["config"]["name"],
+            "identity": {
+                k: judge["identity"].get(k) for k in ("name", "weights_sha256", "backend", "dtype")
+            },
+            "fingerprint": judge_fingerprint(judge["identity"], at),
+        },
+        "labels": {
+            "path": "RAGTruth QA dev (../shared/datasets/ragtruth-qa/dev.jsonl)",
+            "sha256": hashlib.sha256(DEV.read_bytes()).hexdigest(),
+        },
+        "domain": "RAGTruth QA dev: news and web passages, not your documents (label 50-100 of "
+        "your own answers and run auditor calibrate for a closer fit)",
+    } | figures
+    write_json_atomic(target, calibration)
+    level = calibration["claim_level"]
+    print(
+        f"calibration -> {target}: threshold {figures['threshold']}, claim sensitivity "
+        f"{level['sensitivity']:.3f}, specificity {level['specificity']:.3f} ({level['claims']} claims)"
+    )
 
 
 def report_stock(

@@ -93,10 +93,15 @@ def write_summary(run: RunArtifacts, calibration: Calibration | None = None) -> 
     """Compute the run's summary (deterministic: seeded bootstrap) and write summary.json.
 
     With a calibration, the judged rates are also given corrected for the judge's error; a
-    calibration of another judge is refused with the reason.
+    calibration of another judge is refused with the reason. Without one, a calibration that
+    ships with the auditor applies when it was made for this judge (the default judge's).
     """
+    from auditor.calibrate import calibration_for
+
     slo, weights = _pipeline_settings(run.manifest)
     accuracy = None
+    if calibration is None and run.checks:
+        calibration = calibration_for(run.check_manifest)
     if calibration is not None:
         if run.checks and (reason := calibration.mismatch(run.check_manifest)):
             raise BadInput(

@@ -63,6 +63,14 @@ def test_audit_end_to_end_with_real_engines(
     assert summary["requests"] == 2 and summary["checked_answers"] == 2
     assert summary["metrics"]["tps"]["value"] > 0
     assert summary["model"]["weights_sha256"] and summary["judge"]["weights_sha256"]
+    # the shipped calibration is the default judge's as it runs on a CPU without bfloat16
+    calibrated = summary["judge"]["dtype"] == "float32"
+    corrected = summary["metrics"]["hallucination_rate_corrected"]["value"]
+    if calibrated:
+        assert summary["calibration"]["path"].endswith("qwen-1.5b-cpu-judge.json")
+        assert corrected is None or 0.0 <= corrected <= 1.0
+    else:
+        assert summary["calibration"] is None and corrected is None
     checks = [json.loads(line) for line in (run_dir / "checks.jsonl").read_text().splitlines()]
     assert all(c["outcome"] in {"checked", "refusal"} for c in checks)
     with sqlite3.connect(db) as connection:
@@ -71,6 +79,8 @@ def test_audit_end_to_end_with_real_engines(
 
     with open_report(out / "report.html") as (page, log):
         assert page.locator("#comparison-table tbody tr").count() == 1
+        note = page.locator("#calibration-note").inner_text()
+        assert ("Corrected figures" in note) == calibrated, note
         assert page.locator("section.question").count() == 2
         claim = page.locator("a.claim").first
         assert claim.count() == 1, "SmolLM2's greedy answers make claims"
