@@ -22,7 +22,7 @@ import numpy as np
 from auditor.calibration import JudgeAccuracy
 from auditor.config import ALL_JUDGE_METRICS, GoodputConfig, SLOConfig
 
-__all__ = ["METRICS", "RequestRow", "request_rows", "summarize"]
+__all__ = ["METRICS", "RequestRow", "request_rows", "sample_figures", "summarize"]
 
 SUMMARY_SCHEMA_VERSION = 1
 
@@ -140,7 +140,7 @@ def _meets_slo(row: RequestRow, slo: SLOConfig) -> bool:
     return True
 
 
-def _figures(
+def sample_figures(
     rows: Sequence[RequestRow],
     tps: float | None,
     generation_s: float | None,
@@ -288,7 +288,7 @@ def summarize(
     tps = output_tokens / generation_s if generation_s else None
 
     def figures(sample: Sequence[RequestRow]) -> dict[str, float | None]:
-        return _figures(sample, tps, generation_s, slo, weights)
+        return sample_figures(sample, tps, generation_s, slo, weights)
 
     point = figures(rows)
     boot = figures

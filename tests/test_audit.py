@@ -103,6 +103,10 @@ def test_audit_writes_runs_checks_summaries_and_one_report(
     html = (out / "report.html").read_text()
     assert "good" in html and "sloppy" in html and 'id="comparison-table"' in html
     assert "<svg" in html and "What the figures mean" in html
+    # the report opens with which pipeline has the higher goodput and whether the sample tells
+    assert re.search(r'id="headline"><strong>\w+ has the higher goodput: ', html)
+    assert "questions both answered" in html and 'id="contrasts"' in html
+    assert "Rates are as judged" in html  # the fake judge has no calibration
     assert len(list_audits(tmp_path / "history.sqlite")) == 2
 
 

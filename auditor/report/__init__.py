@@ -60,7 +60,7 @@ class RunArtifacts:
         return None if sha is None else str(sha)
 
 
-def _pipeline_settings(manifest: dict[str, Any]) -> tuple[SLOConfig, GoodputConfig]:
+def pipeline_settings(manifest: dict[str, Any]) -> tuple[SLOConfig, GoodputConfig]:
     config = manifest.get("pipeline", {}).get("config")
     if not config:
         return SLOConfig(), GoodputConfig()
@@ -98,7 +98,7 @@ def write_summary(run: RunArtifacts, calibration: Calibration | None = None) -> 
     """
     from auditor.calibrate import calibration_for
 
-    slo, weights = _pipeline_settings(run.manifest)
+    slo, weights = pipeline_settings(run.manifest)
     accuracy = None
     if calibration is None and run.checks:
         calibration = calibration_for(run.check_manifest)
@@ -258,7 +258,18 @@ def render_report(
             f"({', '.join(sorted({n for n in names if names.count(n) > 1}))}); "
             "report runs of different pipelines, or compare past audits with `auditor history`"
         )
+    from auditor.compare import compare_pair, headline
+
     pipelines = [_pipeline_view(run, gate_results, history) for run in runs]
+    ranked = sorted(
+        (r for r in runs if r.summary["metrics"]["goodput_tps"]["value"] is not None),
+        key=lambda r: -r.summary["metrics"]["goodput_tps"]["value"],
+    )
+    contrasts = (
+        [compare_pair(ranked[0], ranked[1], f) for f in ("goodput_tps", "hallucination_rate")]
+        if len(ranked) >= 2
+        else []
+    )
     questions: dict[str, dict[str, Any]] = {}
     for index, run in enumerate(runs):
         views = _question_views(run, index)
@@ -341,6 +352,8 @@ def render_report(
         figures={k: Markup(v) for k, v in figures.items()},  # built with escaped labels
         gate_results=list(gate_results),
         gates_passed=all(g.passed for g in gate_results),
+        headline=headline(contrasts[0]) if contrasts else None,
+        contrasts=contrasts,
         metrics=METRICS,
         key_metrics=KEY_METRICS,
         generated_at=utc_now(),
