@@ -176,10 +176,13 @@ _NOT_VERDICTS = {"name", "metrics", "retries", "answers_per_batch"}
 _NOT_VERDICTS_ENGINE = {"kv_cache_gib", "cpu_threads", "tensor_parallel_size", "enforce_eager"}
 
 
-def judge_fingerprint(identity: dict[str, Any] | None, config: dict[str, Any]) -> dict[str, Any]:
+def judge_fingerprint(
+    identity: dict[str, Any] | None, config: dict[str, Any], verdict_logic: str | None
+) -> dict[str, Any]:
     """What must match for a calibration to apply: the judge's weights (hash), backend and the
-    dtype it ran in, and a hash of the settings that decide verdicts (the threshold included;
-    not the metrics, batch sizes or CPU threads)."""
+    dtype it ran in, the auditor's verdict logic (prompts, claim rules: `VERDICT_LOGIC`), and a
+    hash of the settings that decide verdicts (the threshold included; not the metrics, batch
+    sizes or CPU threads)."""
     identity = identity or {}
     verdict = {k: v for k, v in config.items() if k not in _NOT_VERDICTS}
     verdict["generator"] = {
@@ -192,6 +195,7 @@ def judge_fingerprint(identity: dict[str, Any] | None, config: dict[str, Any]) -
         or identity.get("name"),
         "backend": identity.get("backend"),
         "dtype": identity.get("dtype"),
+        "verdict_logic": verdict_logic,
         "verdict_sha256": hashlib.sha256(encoded).hexdigest(),
     }
 
@@ -218,12 +222,15 @@ class Calibration:
         judge = (check_manifest or {}).get("judge", {})
         if not judge:
             return "the run was not checked"
-        theirs = judge_fingerprint(judge.get("identity"), judge.get("config", {}))
+        theirs = judge_fingerprint(
+            judge.get("identity"), judge.get("config", {}), judge.get("verdict_logic")
+        )
         ours = self.data["judge"]["fingerprint"]
         for key, what in (
             ("model", "judge model"),
             ("backend", "judge backend"),
             ("dtype", "judge dtype"),
+            ("verdict_logic", "auditor verdict logic (prompts, claim rules)"),
             ("verdict_sha256", "judge settings (prompt, threshold, chunks per claim, ...)"),
         ):
             if theirs.get(key) != ours.get(key):
@@ -234,7 +241,7 @@ class Calibration:
         """`config` at this calibration's threshold; BadInput when its verdict settings are not
         the calibrated ones (checked before any engine starts)."""
         at = config.model_copy(update={"support_threshold": self.data["threshold"]})
-        ours = judge_fingerprint(None, at.model_dump(mode="json"))["verdict_sha256"]
+        ours = judge_fingerprint(None, at.model_dump(mode="json"), None)["verdict_sha256"]
         if ours != self.data["judge"]["fingerprint"]["verdict_sha256"]:
             raise BadInput(
                 f"{self.path}: calibrated for other judge settings than {config.name}'s (prompt, "

@@ -354,6 +354,7 @@ def write_calibration(
         judge_fingerprint,
     )
     from auditor.ingest.manifest import utc_now, write_json_atomic
+    from auditor.verify.check import VERDICT_LOGIC
 
     labels = {
         i: HumanLabel(bool(r["hallucinated"]), tuple((s["start"], s["end"]) for s in r["spans"]))
@@ -370,7 +371,10 @@ def write_calibration(
             "identity": {
                 k: judge["identity"].get(k) for k in ("name", "weights_sha256", "backend", "dtype")
             },
-            "fingerprint": judge_fingerprint(judge["identity"], at),
+            # checks made before the logic was versioned are today's logic (measured so)
+            "fingerprint": judge_fingerprint(
+                judge["identity"], at, judge.get("verdict_logic", VERDICT_LOGIC)
+            ),
         },
         "labels": {
             "path": "RAGTruth QA dev (../shared/datasets/ragtruth-qa/dev.jsonl)",

@@ -93,6 +93,7 @@ def calibrate(
             "fingerprint": judge_fingerprint(
                 check_manifest["judge"].get("identity"),
                 check_manifest["judge"]["config"] | {"support_threshold": figures["threshold"]},
+                check_manifest["judge"].get("verdict_logic"),
             ),
         },
         "labels": {"path": str(labels_path), "sha256": labels_sha256(labels_path)},

@@ -64,6 +64,10 @@ __all__ = [
 CHECKS = "checks.jsonl"
 CHECK_MANIFEST = "check.json"
 CHECK_SCHEMA_VERSION = 1
+# The verdict logic's version (prompts, claim rules, decision): recorded with every check and
+# part of a calibration's fingerprint. Bump it whenever a change can move a verdict or
+# p_supported, and re-make auditor/calibrations/ (bench/agreement.py --write-calibration).
+VERDICT_LOGIC = "2026-12-03"
 
 
 @dataclass
@@ -216,6 +220,7 @@ def check_items(
             )
         manifest["started_at"] = previous.get("started_at", manifest["started_at"])
     manifest["judge"]["identity"] = judge.identity()
+    manifest["judge"]["verdict_logic"] = VERDICT_LOGIC
     manifest["packages"] = package_versions()
     manifest["status"] = "running"
     write_json_atomic(manifest_path, manifest)
