@@ -65,14 +65,18 @@ def _value(summary: dict[str, Any], name: str) -> float | None:
 
 
 def format_table(runs: Sequence[Any]) -> str:
-    """The comparison table of DESIGN.md, for the terminal."""
-    header = (
+    """The comparison table of DESIGN.md, for the terminal (with the corrected rate and
+    goodput beside the judged ones when a calibration applied)."""
+    calibrated = any(run.summary.get("calibration") for run in runs)
+    header: tuple[str, ...] = (
         "pipeline",
         "tok/s",
         "TTFT p95",
         "halluc. claims",
+        *(("corrected",) if calibrated else ()),
         "ctx precision",
         "goodput tok/s",
+        *(("corrected",) if calibrated else ()),
         "SLO goodput req/s",
     )
     rows = [header]
@@ -84,7 +88,7 @@ def format_table(runs: Sequence[Any]) -> str:
             if value is None:
                 return (
                     "not measured"
-                    if not s["throughput_measured"] and name != "hallucination_rate"
+                    if not s["throughput_measured"] and not name.startswith("hallucination_rate")
                     else "n/a"
                 )
             return format(value * scale, fmt)
@@ -96,8 +100,10 @@ def format_table(runs: Sequence[Any]) -> str:
                 shown("ttft_p95_ms", ".2f", 1 / 1000)
                 + ("" if _value(s, "ttft_p95_ms") is None else " s"),
                 shown("hallucination_rate", ".1%"),
+                *((shown("hallucination_rate_corrected", ".1%"),) if calibrated else ()),
                 shown("context_precision", ".2f"),
                 shown("goodput_tps", ".1f"),
+                *((shown("goodput_tps_corrected", ".1f"),) if calibrated else ()),
                 shown("slo_goodput_rps", ".3f"),
             )
         )

@@ -121,6 +121,8 @@ def test_a_calibration_corrects_the_report_of_the_judge_it_measured_only(
         cli, ["report", str(audited), "--out", str(report), "--calibration", str(cal)]
     )
     assert done.exit_code == 0, done.stderr
+    header = done.stdout.splitlines()[0].split()
+    assert header.count("corrected") == 2  # the terminal table: claim rate and goodput
     metrics = json.loads((audited / "summary.json").read_text())["metrics"]
     assert metrics["hallucination_rate"]["value"] == pytest.approx(4 / 12)
     # a perfect judge on the calibration: the corrected rate is the judged one
@@ -132,6 +134,7 @@ def test_a_calibration_corrects_the_report_of_the_judge_it_measured_only(
 
     done = runner.invoke(cli, ["report", str(audited), "--out", str(report)])
     assert done.exit_code == 0 and "Rates are as judged" in report.read_text()
+    assert "corrected" not in done.stdout.splitlines()[0]
 
     other = tmp_path / "other"
     runner.invoke(cli, [*args[:4], str(other), "-q", "--set", "chunks_per_claim=1"])
