@@ -101,11 +101,21 @@ def run_command(kestrel_index: Path, tmp_path: Path, smollm2_dir: Path) -> Itera
     ]  # fmt: skip
 
 
+def _as_from_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _kill_mid_engine(command: list[str], env: dict[str, str], how: signal.Signals) -> None:
     """Start `command`, send `how` once its engine runs, and assert that 10 s later none of its
     processes is alive and the /dev/shm segments they held are gone."""
     auditor = subprocess.Popen(
-        command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        # as from a terminal: a test session run in the background inherits SIGINT ignored
+        preexec_fn=_as_from_a_terminal,
     )
     try:
         deadline = time.monotonic() + 300
@@ -121,6 +131,7 @@ def _kill_mid_engine(command: list[str], env: dict[str, str], how: signal.Signal
         segments = _shm_held_by(processes)
         auditor.send_signal(how)
         auditor.wait(timeout=60)
+        assert auditor.returncode != 0, f"ran to the end: {how.name} did not stop it"
         time.sleep(10)
         survivors = [pid for pid, started in processes.items() if _alive(pid, started)]
         # the watcher itself exits once it has reaped
@@ -302,12 +313,17 @@ def test_a_killed_ingest_keeps_the_old_index_and_resumes_to_the_same_index(
     for path in first:
         shutil.move(tmp_path / path.name, corpus / path.name)
     killed = subprocess.Popen(
-        ingest, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        ingest,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=_as_from_a_terminal,
     )
     time.sleep(6)  # the embedder is loaded and embedding
     assert killed.poll() is None, "the ingest ended before it could be killed"
     killed.send_signal(how)
     killed.wait(timeout=30)
+    assert killed.returncode != 0, f"ran to the end: {how.name} did not stop it"
     assert _same_index(_index_content(index), old), "a killed ingest changed the index"
     subprocess.run(ingest, cwd=REPO, check=True, capture_output=True, timeout=600)
     assert _same_index(_index_content(index), _index_content(kestrel_index))

@@ -61,6 +61,8 @@ def test_one_ctrl_c_stops_a_command_whose_library_swallows_it(tmp_path: Path) ->
         stdout=subprocess.PIPE,
         text=True,
         env=os.environ | {"PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)])},
+        # as from a terminal: a test session run in the background inherits SIGINT ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert owner.stdout is not None
