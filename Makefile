@@ -35,7 +35,7 @@ lint: setup
 	$(BIN)/mypy auditor
 
 test: lint browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=15
 
 bench: setup
 	$(BIN)/python bench/ingest.py

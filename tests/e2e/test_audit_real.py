@@ -42,7 +42,7 @@ def test_audit_end_to_end_with_real_engines(
         "--limit",
         "2",
         "--judge-set",
-        'metrics=["faithfulness", "context_precision"]',
+        'metrics=["faithfulness"]',  # context precision (~4x the cost): test_check_real
         "--history",
         str(db),
         "--gate",

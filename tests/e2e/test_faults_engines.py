@@ -161,8 +161,8 @@ def _intact(path: Path) -> list[str]:
 
 
 # The resume after a kill is the same code whatever the signal: it runs after SIGKILL (the
-# harshest: torn lines, no clean-up) and, for `run`, after Ctrl-C (the user's path); after the
-# others the artifacts left are checked as they are (each resume costs two engine starts).
+# harshest: torn lines, no clean-up); after the others the artifacts left are checked as they
+# are (each resume costs two engine starts, and CI time is counted).
 
 
 @SIGNALS
@@ -172,7 +172,7 @@ def test_a_killed_run_leaves_no_engine_and_resumes_exactly(
     env = _env(smollm2_dir)
     _kill_mid_engine(run_command, env, how)
     _intact(tmp_path / "run" / "records.jsonl")
-    if how == signal.SIGTERM:
+    if how != signal.SIGKILL:
         return
     before = read_records(tmp_path / "run")
     done = subprocess.run(
@@ -208,7 +208,7 @@ def test_a_killed_check_leaves_no_engine_and_resumes_exactly(
     answers.write_text(
         "".join(
             json.dumps({k: row[k] for k in ("id", "question", "contexts", "answer")}) + "\n"
-            for row in rows[:6]
+            for row in rows[:4]
         )
     )
     judge = tmp_path / "judge.toml"
@@ -227,7 +227,7 @@ def test_a_killed_check_leaves_no_engine_and_resumes_exactly(
     )
     assert done.returncode in (0, 1), done.stderr[-2000:]  # 1: a weak judge failed throughout
     ids = [row["id"] for row in read_jsonl(tmp_path / "out" / "checks.jsonl")]
-    assert sorted(ids) == sorted(row["id"] for row in rows[:6]), "lost or duplicated on resume"
+    assert sorted(ids) == sorted(row["id"] for row in rows[:4]), "lost or duplicated on resume"
 
 
 @SIGNALS
