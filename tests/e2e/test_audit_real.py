@@ -81,6 +81,9 @@ def test_audit_end_to_end_with_real_engines(
         assert page.locator("#comparison-table tbody tr").count() == 1
         note = page.locator("#calibration-note").inner_text()
         assert ("Corrected figures" in note) == calibrated, note
+        head = page.locator("#comparison-table thead").inner_text()
+        assert ("hallucinated claims (corrected)" in head) == calibrated, head
+        assert ("goodput tok/s (corrected)" in head) == calibrated, head
         assert page.locator("section.question").count() == 2
         claim = page.locator("a.claim").first
         assert claim.count() == 1, "SmolLM2's greedy answers make claims"
