@@ -74,10 +74,18 @@ def compare_pair(
     rows_a, rows_b = _rows_by_id(a), _rows_by_id(b)
     shared = sorted(set(rows_a) & set(rows_b))
 
+    # each run's settings and throughput, read once (they do not vary across resamples)
+    fixed = {
+        id(run): (
+            *pipeline_settings(run.manifest),
+            run.summary["metrics"]["tps"]["value"],
+            run.summary.get("generation_s"),
+        )
+        for run in (a, b)
+    }
+
     def value(run: RunArtifacts, rows: dict[str, RequestRow], ids: Sequence[str]) -> float | None:
-        slo, weights = pipeline_settings(run.manifest)
-        tps = run.summary["metrics"]["tps"]["value"]
-        generation_s = run.summary.get("generation_s")
+        slo, weights, tps, generation_s = fixed[id(run)]
         return sample_figures([rows[i] for i in ids], tps, generation_s, slo, weights)[figure]
 
     value_a, value_b = value(a, rows_a, shared), value(b, rows_b, shared)

@@ -154,16 +154,7 @@ def main() -> None:
 
 
 def _claims(row: dict[str, Any]) -> list[Claim]:
-    return [
-        Claim(
-            text=c["text"],
-            span=tuple(c["span"]) if c["span"] else None,
-            verdict=c["verdict"],
-            kind=c.get("kind", "fact"),
-            p_supported=c.get("p_supported"),
-        )
-        for c in row["claims"]
-    ]
+    return [Claim.from_json(c) for c in row["claims"]]
 
 
 def report_at(

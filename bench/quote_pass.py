@@ -33,14 +33,7 @@ os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
 
 def stored_claim(data: dict[str, Any]) -> Claim:
     """A checks.jsonl claim back as a Claim (what quote_call reads)."""
-    return Claim(
-        text=data["text"],
-        span=tuple(data["span"]) if data["span"] else None,
-        verdict=data["verdict"],
-        kind=data.get("kind", "fact"),
-        p_supported=data.get("p_supported"),
-        judgements=data.get("judgements", []),
-    )
+    return Claim.from_json(data)
 
 
 def main() -> None:

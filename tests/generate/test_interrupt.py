@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.generate.test_reaper import _alive
+
 REPO = Path(__file__).resolve().parents[2]
 
 # stands in for vLLM's handshake: swallows the first KeyboardInterrupt, then waits on
@@ -41,14 +43,6 @@ except KeyboardInterrupt:
     print("interrupted", flush=True)
     sys.exit(130)
 """
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs Linux /proc")
