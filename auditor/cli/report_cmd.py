@@ -206,14 +206,17 @@ def history(history_path: Path | None, pipeline: str | None, as_json: bool) -> N
         return "n/a" if value is None else format(value, fmt)
 
     click.echo(
-        f"{'id':>4}  {'recorded (UTC)':<20} {'pipeline':<18} {'tok/s':>8} {'halluc.':>8} {'goodput':>8} {'gates':>5}  run dir"
+        f"{'id':>4}  {'recorded (UTC)':<20} {'pipeline':<18} {'tok/s':>8} {'halluc.':>8} "
+        f"{'corr.':>8} {'goodput':>8} {'corr.':>8} {'gates':>5}  run dir"
     )
     for r in rows:
         gates = "-" if r.gates_passed is None else ("pass" if r.gates_passed else "FAIL")
         click.echo(
             f"{r.id:>4}{'*' if r.baseline else ' '} {r.recorded_at[:19]:<20} {r.pipeline:<18} "
             f"{cell(r.value('tps'), '.1f'):>8} {cell(r.value('hallucination_rate'), '.1%'):>8} "
-            f"{cell(r.value('goodput_tps'), '.1f'):>8} {gates:>5}  {r.run_dir}"
+            f"{cell(r.value('hallucination_rate_corrected'), '.1%'):>8} "
+            f"{cell(r.value('goodput_tps'), '.1f'):>8} "
+            f"{cell(r.value('goodput_tps_corrected'), '.1f'):>8} {gates:>5}  {r.run_dir}"
         )
 
 

@@ -117,8 +117,11 @@ def test_a_calibration_corrects_the_report_of_the_judge_it_measured_only(
     done = runner.invoke(cli, [*args, "--set", f"support_threshold={threshold}"])
     assert done.exit_code == 0, done.stderr
     report = tmp_path / "report.html"
+    db = tmp_path / "history.sqlite"
     done = runner.invoke(
-        cli, ["report", str(audited), "--out", str(report), "--calibration", str(cal)]
+        cli,
+        ["report", str(audited), "--out", str(report), "--calibration", str(cal)]
+        + ["--history", str(db), "--record"],
     )
     assert done.exit_code == 0, done.stderr
     header = done.stdout.splitlines()[0].split()
@@ -131,6 +134,13 @@ def test_a_calibration_corrects_the_report_of_the_judge_it_measured_only(
     assert low < 4 / 12 < high
     html = report.read_text()
     assert "Corrected figures" in html and "hallucinated claims (corrected)" in html
+    # the history keeps the corrected figures: listed beside the judged ones, and trended
+    listing = runner.invoke(cli, ["history", "--history", str(db)]).stdout.splitlines()
+    assert listing[0].split()[5:8] == ["halluc.", "corr.", "goodput"]
+    assert listing[1].split()[4:6] == ["33.3%", "33.3%"]
+    rows = json.loads(runner.invoke(cli, ["history", "--history", str(db), "--json"]).stdout)
+    assert rows[0]["metrics"]["hallucination_rate_corrected"] == pytest.approx(4 / 12)
+    assert "hallucination_rate_corrected" in html.split("Trend across audits", 1)[1]
 
     done = runner.invoke(cli, ["report", str(audited), "--out", str(report)])
     assert done.exit_code == 0 and "Rates are as judged" in report.read_text()
