@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import BadInput
-from auditor.goodput import METRICS
+from auditor.goodput import CORRECTED, METRICS
 from auditor.ingest.manifest import utc_now
 
 __all__ = [
@@ -216,6 +216,8 @@ def regressions(current: dict[str, Any], baseline: AuditRow) -> list[Regression]
     """
     found = []
     for metric in KEY_METRICS:
+        if metric in CORRECTED and not _same_calibration(current, baseline.summary):
+            continue  # corrected by another calibration: not comparable
         entry = current.get("metrics", {}).get(metric) or {}
         value, interval = entry.get("value"), entry.get("ci95")
         before = baseline.value(metric)
@@ -234,3 +236,10 @@ def regressions(current: dict[str, Any], baseline: AuditRow) -> list[Regression]
             bounds = (float(interval[0]), float(interval[1])) if interval else None
             found.append(Regression(metric, before, float(value), bounds))
     return found
+
+
+def _same_calibration(one: dict[str, Any], other: dict[str, Any]) -> bool:
+    """Whether two summaries' figures were corrected with the same judge error rates."""
+    first, second = one.get("calibration") or {}, other.get("calibration") or {}
+    keys = ("labels", "threshold", "claim_level")
+    return bool(first) and all(first.get(k) == second.get(k) for k in keys)

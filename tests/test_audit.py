@@ -249,3 +249,20 @@ def _audit_two_same(corpus: tuple[Path, Path], tmp_path: Path) -> Any:
         judge_factory=lambda config: FakeJudge(),
         embed=FakeEmbedder().embed,
     )
+
+
+def test_corrected_figures_regress_only_against_a_baseline_of_the_same_calibration() -> None:
+    from auditor.history import AuditRow, regressions
+
+    def summary(rate: float, labels: str) -> dict[str, Any]:
+        calibration = {"labels": {"sha256": labels}, "threshold": 0.3, "claim_level": {}}
+        entry = {"value": rate, "ci95": [rate - 0.05, rate + 0.05]}
+        return {"metrics": {"hallucination_rate_corrected": entry}, "calibration": calibration}
+
+    def row(data: dict[str, Any]) -> AuditRow:
+        return AuditRow(1, "2026-12-01", "/r", "pipe", "run", None, None, None, True, data)
+
+    found = regressions(summary(0.30, "a"), row(summary(0.10, "a")))
+    assert [r.metric for r in found] == ["hallucination_rate_corrected"]
+    assert regressions(summary(0.30, "a"), row(summary(0.10, "b"))) == []
+    assert regressions(summary(0.12, "a"), row(summary(0.10, "a"))) == []  # inside the interval

@@ -120,8 +120,10 @@ def test_a_calibration_corrects_the_report_of_the_judge_it_measured_only(
     db = tmp_path / "history.sqlite"
     done = runner.invoke(
         cli,
-        ["report", str(audited), "--out", str(report), "--calibration", str(cal)]
-        + ["--history", str(db), "--record"],
+        [
+            *("report", str(audited), "--out", str(report), "--calibration", str(cal)),
+            *("--history", str(db), "--record"),
+        ],
     )
     assert done.exit_code == 0, done.stderr
     header = done.stdout.splitlines()[0].split()
