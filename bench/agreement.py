@@ -27,10 +27,13 @@ import hashlib
 import html
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.py` finds bench.*
 
 from auditor.config import EmbedderConfig, load_judge, parse_set_option
 from auditor.ingest.embed import load_embedder
@@ -87,6 +90,12 @@ def main() -> None:
         "auditor/calibrations/ ships the default judge's).",
     )
     parser.add_argument(
+        "--redecide",
+        action="store_true",
+        help="Decide the stored chunk judgements again with today's figure guards and decision "
+        "rule (judges nothing; measures a change of rule that leaves the prompts alone).",
+    )
+    parser.add_argument(
         "--score-only",
         action="store_true",
         help="Judge nothing: score the answers already checked in --out (a partial run).",
@@ -133,6 +142,8 @@ def main() -> None:
         finally:
             judge.close()
     checks = [row for row in read_jsonl(out / "checks.jsonl") if row["id"] in gold]
+    if args.redecide:
+        checks = redecided(checks, items, config)
     print(
         f"judge {config.name}; {len(checks)} answers ({sum(gold[r['id']]['hallucinated'] for r in checks)} hallucinated by the human labels); run dir {out}"
     )
@@ -151,6 +162,25 @@ def main() -> None:
         "baselines (RAGTruth QA, response level): HHEM-2.1-Open 0.743, GPT-4 judge 0.741 balanced accuracy"
     )
     print(f"bench wall time {time.perf_counter() - started:.0f} s")
+
+
+def redecided(checks: list[dict[str, Any]], items: list[Any], config: Any) -> list[dict[str, Any]]:
+    """The rows with every claim decided again by today's rule from its stored judgements."""
+    from auditor.verify.faithfulness import redecide
+
+    by_id = {item.id: item for item in items}
+    rows = []
+    changed = 0
+    for row in checks:
+        claims = []
+        for claim in _claims(row):
+            before = claim.p_supported
+            redecide(claim, by_id[row["id"]], config)
+            changed += before != claim.p_supported
+            claims.append(claim.to_json())
+        rows.append(row | {"claims": claims})
+    print(f"decided again by today's rule: p_supported changed for {changed} claims")
+    return rows
 
 
 def _claims(row: dict[str, Any]) -> list[Claim]:

@@ -16,10 +16,13 @@ import argparse
 import json
 import os
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.py` finds bench.*
 
 from auditor.config import load_judge, parse_set_option
 from auditor.store import read_jsonl
@@ -75,6 +78,11 @@ def main() -> None:
         help="Score at this support threshold (default: the judge's); judges nothing new.",
     )
     parser.add_argument(
+        "--redecide",
+        action="store_true",
+        help="Decide the stored chunk judgements again with today's rule (bench/agreement.py).",
+    )
+    parser.add_argument(
         "--quotes",
         action="store_true",
         help="Fold in the quote check from OUT/quotes.json (bench/quote_pass.py OUT).",
@@ -90,6 +98,10 @@ def main() -> None:
     items = import_answers(CONTRAST, out)
     check_run([(out, items)], config)
     checks = read_jsonl(out / "checks.jsonl")
+    if args.redecide:
+        from bench.agreement import redecided
+
+        checks = redecided(checks, items, config)
     if args.quotes:
         from bench.quote_pass import with_quotes
 

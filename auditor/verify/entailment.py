@@ -12,15 +12,16 @@ Design (measured in the README's agreement section):
 - Instructions and the chunk come first and the claim last, so every claim checked against
   the same chunk shares the prompt prefix: vLLM's prefix cache computes the chunk once.
 - A figure of the claim that the chunk does not contain vetoes support by that chunk whatever
-  the judge says (a wrong number is the commonest subtle error; small judges miss it).
+  the judge says (a wrong number is the commonest subtle error; small judges miss it), and a
+  figure the chunk gives to another subject makes the chunk contradict the claim
+  (`auditor/verify/figures.py`).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from auditor.verify.base import ClaimKind, Verdict
 
@@ -29,7 +30,6 @@ __all__ = [
     "claim_decision",
     "entailment_prompt",
     "label_probabilities",
-    "missing_figures",
 ]
 
 LABELS = ("true", "false", "unknown")
@@ -89,26 +89,6 @@ def _label_of(token: str) -> str | None:
     return {"yes": "true", "no": "false"}.get(word)
 
 
-_FIGURE = re.compile(r"\d+(?:[.,]\d+)*")
-# what an answer says about its sources or its layout: "(Passage 2)", "[1]", a list's "3."
-_CITATION = re.compile(
-    r"\(?\b(?:passages?|sources?|documents?)\s+\d+(?:\s*(?:,|and|&)\s*\d+)*\)?|\[\d+(?:\s*,\s*\d+)*\]",
-    re.IGNORECASE,
-)
-_ENUMERATOR = re.compile(r"^\s*(?:\d+[.)]|[-*\u2022])\s+", re.MULTILINE)
-
-
-def missing_figures(claim: str, passage: str) -> list[str]:
-    """Figures of the claim that the passage never writes (1,299 == 1299; citations ignored)."""
-    claim = _ENUMERATOR.sub("", _CITATION.sub("", claim))
-    numbers = set(re.findall(r"\d+", passage.replace(",", "")))
-    return [
-        figure
-        for figure in _FIGURE.findall(claim)
-        if not set(re.findall(r"\d+", figure.replace(",", ""))) <= numbers
-    ]
-
-
 @dataclass
 class ChunkJudgement:
     """The judge's word on one claim against one chunk."""
@@ -117,6 +97,7 @@ class ChunkJudgement:
     probabilities: dict[str, float] | None  # over LABELS; None without log-probabilities
     written: str | None  # the label the judge wrote
     vetoed: list[str]  # figures of the claim the chunk lacks
+    misbound: list[str] = field(default_factory=list)  # figures it gives another subject
 
     def to_json(self) -> dict[str, object]:
         probabilities = (
@@ -129,23 +110,28 @@ class ChunkJudgement:
             "probabilities": probabilities,
             "written": self.written,
             "vetoed": self.vetoed,
+            "misbound": self.misbound,
         }
 
     @property
     def p_true(self) -> float | None:
-        """The probability that this chunk states the claim (0 when vetoed); None without
-        log-probabilities."""
+        """The probability that this chunk states the claim (0 when a figure guard vetoes it);
+        None without log-probabilities."""
         if self.probabilities is None:
             return None
-        return 0.0 if self.vetoed else self.probabilities["true"]
+        return 0.0 if self.vetoed or self.misbound else self.probabilities["true"]
 
     @property
     def says_true(self) -> bool:
         """The judge's decision without a threshold (the written label)."""
-        return not self.vetoed and self.written == "true"
+        return not self.vetoed and not self.misbound and self.written == "true"
 
     @property
     def says_false(self) -> bool:
+        """The chunk contradicts the claim: it gives the claim's figure to another subject, or
+        the judge finds `false` the likeliest label."""
+        if self.misbound:
+            return True
         if self.probabilities is not None:
             return self.probabilities["false"] > max(
                 self.probabilities["unknown"], self.probabilities["true"]

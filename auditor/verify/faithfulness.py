@@ -18,7 +18,6 @@ from auditor.verify.entailment import (
     claim_decision,
     entailment_prompt,
     label_probabilities,
-    missing_figures,
 )
 from auditor.verify.extraction import (
     ExtractedClaims,
@@ -30,6 +29,7 @@ from auditor.verify.extraction import (
     is_question_echo,
     without_attribution,
 )
+from auditor.verify.figures import misbound_figures, missing_figures
 
 __all__ = [
     "ClaimChecks",
@@ -39,6 +39,7 @@ __all__ = [
     "decide",
     "entailment_calls",
     "quote_call",
+    "redecide",
 ]
 
 Embed = Callable[[list[str]], Any]
@@ -142,12 +143,49 @@ def decide(
             failures.append(f"entailment {chunk_id}: no valid judge output after retries")
             continue
         probabilities, written = label_probabilities(reply.top_logprobs, reply.text)
-        # figures the question gave are its premises, not facts the chunk must state
-        vetoed = (
-            missing_figures(claim.text, text + "\n" + item.question) if claim.kind == "fact" else []
-        )
-        judgements.append(ChunkJudgement(chunk_id, probabilities, written, vetoed))
+        judgements.append(_guarded(claim, item, chunk_id, text, probabilities, written))
     claim.checked_chunks = [item.chunks[i][0] for _, i in pairs]
+    _settle(claim, item, judgements, config, embed)
+
+
+def redecide(claim: Claim, item: AnswerItem, config: JudgeConfig) -> None:
+    """Decide a stored claim again from its chunk judgements with today's figure guards and
+    decision rule, judging nothing (the benches measure a change of rule this way; valid while
+    the prompts are unchanged). The evidence sentence is kept."""
+    chunks = dict(item.chunks)
+    judgements = [
+        _guarded(claim, item, j["chunk"], chunks[j["chunk"]], j["probabilities"], j["written"])
+        for j in claim.judgements
+    ]
+    _settle(claim, item, judgements, config, None)
+
+
+def _guarded(
+    claim: Claim,
+    item: AnswerItem,
+    chunk_id: str,
+    text: str,
+    probabilities: dict[str, float] | None,
+    written: str | None,
+) -> ChunkJudgement:
+    """The judge's word on one chunk with the figure guards applied."""
+    vetoed: list[str] = []
+    misbound: list[str] = []
+    if claim.kind == "fact":
+        # figures the question gave are its premises, not facts the chunk must state
+        vetoed = missing_figures(claim.text, text + "\n" + item.question)
+        misbound = misbound_figures(claim.text, text)
+    return ChunkJudgement(chunk_id, probabilities, written, vetoed, misbound)
+
+
+def _settle(
+    claim: Claim,
+    item: AnswerItem,
+    judgements: list[ChunkJudgement],
+    config: JudgeConfig,
+    embed: Callable[[list[str]], Any] | None,
+) -> None:
+    """Verdict, probability, sources, evidence and reason from the guarded judgements."""
     claim.judgements = [judgement.to_json() for judgement in judgements]
     verdict, p, supporting, contradicting = claim_decision(
         judgements, claim.kind, config.support_threshold
@@ -155,7 +193,7 @@ def decide(
     claim.verdict, claim.p_supported = verdict, None if p is None else round(p, 4)
     claim.supporting_chunks, claim.contradicting_chunks = supporting, contradicting
     deciding = supporting or contradicting
-    if deciding:
+    if deciding and embed is not None:
         text = dict(item.chunks)[deciding[0]]
         claim.evidence = _closest_sentence(claim.text, text, embed)
     claim.reason = _reason(claim, judgements)
@@ -173,6 +211,10 @@ def _reason(claim: Claim, judgements: list[ChunkJudgement]) -> str:
     if claim.verdict == "supported":
         return "the evidence states the claim"
     if claim.verdict == "contradicted":
+        misbound = next((j for j in judgements if j.misbound), None)
+        if misbound is not None:
+            figures = ", ".join(misbound.misbound[:3])
+            return f"the chunk gives {figures} for another subject than the claim's"
         return "a checked chunk says otherwise"
     if vetoed and len(vetoed) == len(judgements):
         return f"the checked chunks never mention {', '.join(vetoed[0].vetoed[:3])}"
@@ -197,7 +239,11 @@ def quote_call(
     """
     if claim.kind != "fact" or not claim.judgements:
         return None
-    usable = [j for j in claim.judgements if not j["vetoed"] and j["probabilities"] is not None]
+    usable = [
+        j
+        for j in claim.judgements
+        if not j["vetoed"] and not j.get("misbound") and j["probabilities"] is not None
+    ]
     if not usable:
         return None
     best = max(usable, key=lambda j: j["probabilities"]["true"])

@@ -441,7 +441,7 @@ def test_claim_decision() -> None:
 
 def test_missing_figures() -> None:
     """Figures absent from the passage are listed; formatting and citations are ignored."""
-    from auditor.verify.entailment import missing_figures
+    from auditor.verify.figures import missing_figures
 
     passage = "Returns: unopened items can be returned within 30 days. Kestrel charges 15% on 1,299 orders."
     assert missing_figures("Unopened items can be returned within 30 days.", passage) == []
@@ -449,6 +449,80 @@ def test_missing_figures() -> None:
     assert missing_figures("Kestrel charges 15% on 1299 orders.", passage) == []
     assert missing_figures("3. Items can be returned within 30 days (Passage 2).", passage) == []
     assert missing_figures("As passages 1 and 3 say, Kestrel charges 15% [4].", passage) == []
+
+
+@pytest.mark.parametrize(
+    ("claim", "passage", "misbound"),
+    [
+        # a figure the chunk gives another product, tier or membership
+        (
+            "A T9 Pro takes up to 6 sensors.",
+            "Up to 6 sensors on the T9 and up to 10 on the T9 Pro.",
+            ["6"],
+        ),
+        (
+            "A T9 Pro takes up to 10 sensors.",
+            "Up to 6 sensors on the T9 and up to 10 on the T9 Pro.",
+            [],
+        ),
+        (
+            "The T9 takes up to 6 sensors.",
+            "Up to 6 sensors on the T9 and up to 10 on the T9 Pro.",
+            [],
+        ),
+        (
+            "The Premium plan costs $5 a month.",
+            "The Basic plan costs $5 a month, the Premium plan $12.",
+            ["5"],
+        ),
+        (
+            "The Basic plan costs $5 a month.",
+            "The Basic plan costs $5 a month, the Premium plan $12.",
+            [],
+        ),
+        (
+            "Kestrel Plus members get 30 days.",
+            "Returns within 30 days, or 60 days for Kestrel Plus members.",
+            ["30"],
+        ),
+        # which figure goes with what is unclear or the claim names both: silent
+        ("In 2023 the fee was $10.", "In 2022 the fee was $10 and in 2023 it rose to $15.", []),
+        (
+            "France lost Indochina in 1945.",
+            "The UK lost India in 1947, and France lost Indochina in 1945.",
+            [],
+        ),
+        (
+            "Apple was incorporated in 1977.",
+            "Apple was incorporated January 3, 1977 without Wayne.",
+            [],
+        ),
+        ("It lasts 2 years.", "The T9 warranty lasts 2 years and the T9 Pro warranty 3 years.", []),
+        # another sentence writes the figure for the claim's subject: not misbound
+        (
+            "The T9 Pro takes 6 sensors.",
+            "Up to 6 sensors on the T9 and up to 10 on the T9 Pro. The T9 Pro ships with 6 sensors.",
+            [],
+        ),
+    ],
+)
+def test_misbound_figures(claim: str, passage: str, misbound: list[str]) -> None:
+    from auditor.verify.figures import misbound_figures
+
+    assert misbound_figures(claim, passage) == misbound
+
+
+def test_a_chunk_giving_the_figure_to_another_subject_contradicts_the_claim() -> None:
+    """Whatever the judge's probability, a misbound chunk neither supports nor stays silent."""
+    from auditor.verify.entailment import ChunkJudgement, claim_decision
+
+    probabilities = {"true": 0.8, "false": 0.1, "unknown": 0.1}
+    misbound = ChunkJudgement("c1", probabilities, "true", [], ["6"])
+    verdict, p, supporting, against = claim_decision([misbound], "fact", 0.3)
+    assert (verdict, p, supporting, against) == ("contradicted", 0.0, [], ["c1"])
+    other = ChunkJudgement("c2", {"true": 0.5, "false": 0.2, "unknown": 0.3}, "true", [])
+    verdict, p, supporting, _ = claim_decision([misbound, other], "fact", 0.3)
+    assert verdict == "supported" and supporting == ["c2"] and p == 0.5
 
 
 def test_threshold_selection_and_agreement_figures() -> None:
@@ -562,7 +636,7 @@ def test_every_claim_keeps_the_judges_word_per_chunk(tmp_path: Path) -> None:
     for claim in row["claims"]:
         assert [j["chunk"] for j in claim["judgements"]] == claim["checked_chunks"]
         for judgement in claim["judgements"]:
-            assert set(judgement) == {"chunk", "probabilities", "written", "vetoed"}
+            assert set(judgement) == {"chunk", "probabilities", "written", "vetoed", "misbound"}
 
 
 def test_a_check_the_judge_failed_throughout_exits_non_zero(
