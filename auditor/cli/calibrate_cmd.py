@@ -59,6 +59,9 @@ def calibrate(
     from auditor.verify.check import CHECK_MANIFEST, check_run, import_answers
 
     config = load_judge(judge_path, dict(parse_set_option(item) for item in set_items))
+    # a calibration measures claim verdicts: the other metrics would cost judge time for nothing
+    # (the metrics are not part of the fingerprint, so it still applies to the judge as audited)
+    config = config.model_copy(update={"metrics": ["faithfulness"]})
     labels = read_labels(labels_path)  # bad labels fail before any engine starts
     items = import_answers(labels_path, out_dir)
     if limit is not None:

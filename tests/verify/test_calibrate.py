@@ -70,6 +70,8 @@ def test_calibrate_measures_the_judge_and_writes_the_calibration(
     assert calibration["judge"]["identity"]["name"] == "fake-judge"
     assert len(calibration["labels"]["sha256"]) == 64
     assert "sensitivity 1.000 (0.757-1.000)" in result.stdout
+    check = json.loads((out / "check.json").read_text())  # claims only: no context precision
+    assert check["judge"]["config"]["metrics"] == ["faithfulness"]
     # resumable: a second run judges nothing new and writes the same figures
     again, _ = _run(tmp_path, _labelled(24), monkeypatch)
     assert again.exit_code == 0
