@@ -18,10 +18,9 @@ browser:
 # its first DEMO_LIMIT questions (answer, check every claim, report), write
 # reports/demo/report.html. Engines run one at a time; re-running resumes.
 DEMO_LIMIT := 8
-# the judge runs alone after the pipelines: bind it to both cores; context precision with
-# reference (another RAGAS call per chunk) is left to full audits to keep the demo short
-DEMO_JUDGE := --judge-set 'metrics=["faithfulness", "context_precision", "answer_relevancy"]' \
-  --judge-set 'generator.cpu_threads="0-1"'
+# context precision with reference (another RAGAS call per chunk) is left to full audits to
+# keep the demo short (the default judge binds every core: it runs alone after the pipelines)
+DEMO_JUDGE := --judge-set 'metrics=["faithfulness", "context_precision", "answer_relevancy"]'
 DEMO_GATES := --gate 'error_rate<=0.05' --gate 'unverifiable_rate<=0.05'
 demo: setup
 	$(BIN)/auditor ingest corpora/kestrel/docs --index $(INDEX)

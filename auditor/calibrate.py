@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.calibration import JudgeAccuracy, wilson_interval
-from auditor.config import JudgeConfig
+from auditor.config import JudgeConfig, without_engine_only
 from auditor.errors import BadInput
 from auditor.jsonl import iter_objects
 from auditor.verify.base import Claim
@@ -173,7 +173,6 @@ def build_calibration(
 
 # judge settings that change no verdict: left out of the fingerprint
 _NOT_VERDICTS = {"name", "metrics", "retries", "answers_per_batch"}
-_NOT_VERDICTS_ENGINE = {"kv_cache_gib", "cpu_threads", "tensor_parallel_size", "enforce_eager"}
 
 
 def judge_fingerprint(
@@ -184,10 +183,7 @@ def judge_fingerprint(
     hash of the settings that decide verdicts (the threshold included; not the metrics, batch
     sizes or CPU threads)."""
     identity = identity or {}
-    verdict = {k: v for k, v in config.items() if k not in _NOT_VERDICTS}
-    verdict["generator"] = {
-        k: v for k, v in config.get("generator", {}).items() if k not in _NOT_VERDICTS_ENGINE
-    }
+    verdict = {k: v for k, v in without_engine_only(config).items() if k not in _NOT_VERDICTS}
     encoded = json.dumps(verdict, sort_keys=True, separators=(",", ":")).encode()
     return {
         "model": identity.get("weights_sha256")

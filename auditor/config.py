@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -278,6 +279,9 @@ def _default_judge_generator() -> VLLMGeneratorConfig:
         kind="vllm",
         model="qwen2.5-coder-1.5b-instruct",
         kv_cache_gib=2,
+        # every core: the judge runs alone (engines run one at a time), and vLLM's default
+        # keeps one core in reserve, which halves a 2-core machine's judge speed
+        cpu_threads=f"0-{max(1, os.cpu_count() or 1) - 1}",
         sampling=SamplingConfig(max_tokens=512, temperature=0.0),
         engine_args={
             # small models pad JSON with spaces until max_tokens unless the engine forbids it
@@ -460,6 +464,20 @@ def validate_pipeline(
         return PipelineConfig.model_validate(apply_overrides(data, overrides or {}))
     except ValidationError as exc:
         raise BadInput(format_validation_error(source, exc)) from exc
+
+
+# generator settings that change how fast an engine runs, never what it writes: a judge's
+# checks resume across them and a calibration applies across them
+ENGINE_ONLY_KEYS = frozenset(
+    {"kv_cache_gib", "cpu_threads", "tensor_parallel_size", "enforce_eager"}
+)
+
+
+def without_engine_only(config: dict[str, Any]) -> dict[str, Any]:
+    """A dumped judge or pipeline config without its generator's engine-only settings."""
+    generator = config.get("generator", {})
+    kept = {k: v for k, v in generator.items() if k not in ENGINE_ONLY_KEYS}
+    return config | {"generator": kept}
 
 
 def config_sha256(config: BaseModel) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from auditor.config import JudgeConfig, config_sha256
+from auditor.config import JudgeConfig, config_sha256, without_engine_only
 from auditor.errors import BadInput
 from auditor.ingest.manifest import utc_now, write_json_atomic
 from auditor.store import RecordWriter, read_jsonl
@@ -191,6 +191,16 @@ def _label_reply(reply: JudgeReply) -> JudgeReply | None:
     return reply
 
 
+def _same_judge(previous: dict[str, Any], current: dict[str, Any]) -> bool:
+    """Whether checks made by `previous` may be resumed by `current`: the same settings, engine
+    speed settings (CPU threads, KV cache size, ...) aside."""
+    if previous.get("sha256") == current["sha256"]:
+        return True
+    if "config" not in previous:
+        return False
+    return bool(without_engine_only(previous["config"]) == without_engine_only(current["config"]))
+
+
 def check_items(
     items: list[AnswerItem],
     out_dir: Path,
@@ -213,7 +223,7 @@ def check_items(
     }
     if manifest_path.exists():
         previous = json.loads(manifest_path.read_text(encoding="utf-8"))
-        if previous.get("judge", {}).get("sha256") != manifest["judge"]["sha256"] and done:
+        if done and not _same_judge(previous.get("judge", {}), manifest["judge"]):
             raise BadInput(
                 f"{manifest_path}: checks here were made by another judge configuration; "
                 f"remove {out_dir / CHECKS} to re-judge, or check into another dir"

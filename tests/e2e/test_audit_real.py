@@ -5,6 +5,7 @@ Chromium with the corrected figures, the history in SQLite, gates deciding the e
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,11 @@ def _labelled_slice(ragtruth: Path, target: Path) -> None:
     target.write_text("".join(json.dumps(row) + "\n" for row in chosen), encoding="utf-8")
 
 
+# every core for the judge (the default leaves one to the OS): the engines are all that runs
+ALL_CORES = f'generator.cpu_threads="0-{max(1, os.cpu_count() or 1) - 1}"'
+
+
+@pytest.mark.timeout(1800)  # calibrating on 20 answers ~7 min, the audit ~6 min on 2 cores
 def test_calibrate_then_audit_end_to_end_with_real_engines(
     tmp_path: Path,
     real_embedder: Any,
@@ -54,7 +60,7 @@ def test_calibrate_then_audit_end_to_end_with_real_engines(
     labels, cal = tmp_path / "labelled.jsonl", tmp_path / "cal"
     _labelled_slice(ragtruth, labels)
     calibrated = CliRunner().invoke(
-        cli, ["calibrate", "--labels", str(labels), "--out", str(cal), "-q"]
+        cli, ["calibrate", "--labels", str(labels), "--out", str(cal), "--set", ALL_CORES, "-q"]
     )
     assert calibrated.exit_code == 0, calibrated.output
     assert f"on 20 labelled answers (10 hallucinated) -> {cal}" in calibrated.output
@@ -81,6 +87,8 @@ def test_calibrate_then_audit_end_to_end_with_real_engines(
         "2",
         "--judge-set",
         'metrics=["faithfulness"]',  # context precision (~4x the cost): test_check_real
+        "--judge-set",
+        ALL_CORES,  # not part of the calibration's fingerprint
         "--history",
         str(db),
         "--gate",

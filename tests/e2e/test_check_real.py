@@ -130,11 +130,6 @@ def _contrast_rows() -> list[dict[str, Any]]:
     return [json.loads(line) for line in CONTRAST.read_text(encoding="utf-8").splitlines()]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 9 open: the 1.5B judge gives '6 sensors on a T9 Pro' p 0.73 from 'up to 6 on the "
-    "T9 and up to 10 on the T9 Pro' (the quote check is measured, not yet on by default)",
-)
 def test_the_demos_contradictory_answers_are_not_both_supported(
     judge: Judge, real_embedder: Any, tmp_path: Path
 ) -> None:
@@ -160,6 +155,8 @@ def test_the_demos_contradictory_answers_are_not_both_supported(
     # claims stand alone: the bare "6" becomes a claim about the T9 Pro's sensors
     (claim,) = rows["sensors-6"]["claims"]
     assert "T9 Pro" in claim["text"] and "6" in claim["text"]
+    # its evidence gives 6 to the T9 and 10 to the T9 Pro: that chunk contradicts it
+    assert claim["verdict"] == "contradicted" and claim["contradicting_chunks"], claim
     for row in rows.values():
         assert all(0.0 <= c["p_supported"] <= 1.0 for c in row["claims"])
 

@@ -180,6 +180,13 @@ def test_check_resumes_and_refuses_another_judge(tmp_path: Path) -> None:
     assert all(call.key.item != "a" for call in judge.calls)
     with pytest.raises(BadInput, match="another judge configuration"):
         _check(items, tmp_path, support_threshold=0.7)
+    # engine speed settings write the same verdicts: a check resumes across them
+    items.append(_item("c", WARRANTY))
+    generator = JudgeConfig().generator.model_dump(mode="json")
+    summary, rows = _check(
+        items, tmp_path, generator=generator | {"cpu_threads": "0-7", "kv_cache_gib": 4}
+    )
+    assert sorted(rows) == ["a", "b", "c"] and summary.skipped == 2
 
 
 def test_claim_helpers() -> None:
