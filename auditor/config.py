@@ -307,7 +307,7 @@ class JudgeConfig(_Model):
         "answer_correctness need references.",
     )
     support_threshold: float = Field(
-        0.28,
+        0.264,
         ge=0.0,
         le=1.0,
         description="A claim is supported when the judge's probability that its best chunk "

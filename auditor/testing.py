@@ -196,6 +196,7 @@ class FakeJudge:
         self.garbage_for: tuple[str, ...] = ()  # call stages: "claims", "entailment", ...
         self.garbage_times = 10**6
         self.logprobs = True
+        self.claims_listed: int | None = None  # list only the first N sentences as claims
         self._garbage_sent: dict[Any, int] = {}
 
     def identity(self) -> dict[str, Any]:
@@ -245,7 +246,8 @@ class FakeJudge:
         title = call.schema.get("title", "")
         if "claims" in call.schema.get("properties", {}):
             answer = call.prompt.rsplit("\nAnswer: ", 1)[1].rsplit("\nClaims:", 1)[0]
-            return {"claims": [s.strip() for s in re.split(r"(?<=[.!?])\s+", answer) if s.strip()]}
+            claims = [s.strip() for s in re.split(r"(?<=[.!?])\s+", answer) if s.strip()]
+            return {"claims": claims[: self.claims_listed]}
         data = json.loads(call.prompt.rsplit("input: ", 1)[1].rsplit("Output:", 1)[0])
         if title == "StatementGeneratorOutput":
             return {

@@ -139,6 +139,40 @@ def test_a_claim_highlight_links_to_its_detail_with_the_source_passage(
         assert "<strong>Evidence:</strong>" in detail
 
 
+def test_a_sentence_the_claim_list_left_out_is_checked_and_marked(
+    corpus: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A judge that lists only an answer's first claim: the second sentence is checked as
+    written (here contradicted: 5 vs 2 years) and the report marks it as an answer sentence."""
+    index, questions = corpus
+    judge = FakeJudge()
+    judge.claims_listed = 1
+    answer = (
+        "Unopened thermostats can be returned within 30 days of delivery. "
+        "The T9 thermostat warranty lasts 5 years from the delivery date."
+    )
+    out = tmp_path / "audit"
+    run_audit(
+        [_pipeline("one")],
+        questions,
+        index,
+        out,
+        JudgeConfig(metrics=["faithfulness"]),
+        history_path=None,
+        generator_factory=lambda *a, **k: FakeGenerator().enqueue(answer, answer),
+        judge_factory=lambda config: judge,
+        embed=FakeEmbedder().embed,
+    )
+    checks = [json.loads(line) for line in (out / "one" / "checks.jsonl").read_text().splitlines()]
+    claims = checks[0]["claims"]
+    assert [(c["origin"], c["verdict"]) for c in claims] == [
+        ("judge", "supported"),
+        ("sentence", "contradicted"),
+    ]
+    html = (out / "report.html").read_text()
+    assert html.count(">answer sentence</span>") == 2  # one per answer
+
+
 def test_cli_report_gates_history_and_baseline(corpus: tuple[Path, Path], tmp_path: Path) -> None:
     """report exits 1 naming the failed gate; history lists audits; baseline marks one."""
     out = tmp_path / "audit"

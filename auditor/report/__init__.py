@@ -173,7 +173,7 @@ def _question_views(run: RunArtifacts, index: int) -> dict[str, dict[str, Any]]:
             "error": record.get("error"),
             "segments": _segments(record.get("answer") or "", claims),
             "claims": [
-                {"p_supported": None, "kind": "fact", "evidence": ""}
+                {"p_supported": None, "kind": "fact", "origin": "judge", "evidence": ""}
                 | claim
                 | {
                     "sources": [

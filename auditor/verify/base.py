@@ -21,6 +21,7 @@ Verdict = Literal["supported", "unsupported", "contradicted", "unverifiable"]
 VERDICTS: tuple[Verdict, ...] = ("supported", "unsupported", "contradicted", "unverifiable")
 # "abstention": the answer says the sources lack something (true unless the sources state it)
 ClaimKind = Literal["fact", "abstention"]
+ClaimOrigin = Literal["judge", "sentence"]
 
 
 @dataclass(frozen=True, order=True)
@@ -117,6 +118,8 @@ class Claim:
     span: tuple[int, int] | None  # character offsets in the answer (best-matching sentence)
     verdict: Verdict = "unverifiable"
     kind: ClaimKind = "fact"
+    # "judge": listed by the judge; "sentence": a sentence of the answer no listed claim carries
+    origin: ClaimOrigin = "judge"
     # the judge's probability that the sources state the claim (None: no log-probabilities)
     p_supported: float | None = None
     reason: str = ""

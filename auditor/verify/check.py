@@ -67,7 +67,7 @@ CHECK_SCHEMA_VERSION = 1
 # The verdict logic's version (prompts, claim rules, decision): recorded with every check and
 # part of a calibration's fingerprint. Bump it whenever a change can move a verdict or
 # p_supported, and re-make auditor/calibrations/ (bench/agreement.py --write-calibration).
-VERDICT_LOGIC = "2026-12-03.2"  # + figures given to another subject contradict
+VERDICT_LOGIC = "2026-12-04.1"  # + sentences no listed claim carries are checked
 
 
 @dataclass

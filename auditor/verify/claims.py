@@ -24,7 +24,9 @@ _REFUSAL = re.compile(
     r"not (mentioned|provided|specified|stated) in|i don'?t know|insufficient information)\b",
     re.IGNORECASE,
 )
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|\n|$)")
+# a stop followed at once by a character that is not a space or a closing mark ("4.3",
+# "$1,299.00", "e.g.") ends no sentence
+_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?](?=[^\s.!?\"')\]]))+(?:[.!?]+|\n|$)")
 _WORD = re.compile(r"\w+")
 
 

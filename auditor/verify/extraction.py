@@ -27,6 +27,7 @@ __all__ = [
     "claims_prompt",
     "claims_schema",
     "is_question_echo",
+    "uncovered_sentences",
 ]
 
 _INSTRUCTIONS = """You list the factual claims that an ANSWER makes.
@@ -107,7 +108,12 @@ _ABSTENTION = re.compile(
     r"(?:say|state|mention|specify|provide|contain|include|give|cover|address|list|indicate|tell)"
     r"|not\s+(?:mentioned|stated|specified|provided|given|covered|included|available|found)\s+in"
     r"|(?:could\s*(?:not|n't)|can\s*not|can't|can\u2019t|cannot|unable\s+to)\s+"
-    r"(?:find|tell|determine|answer|say|confirm|provide)"
+    r"(?:find|tell|determine|answer|say|confirm|provide|give|quote|share|state|specify)"
+    # "I don't have a battery-life figure for ...", "we do not have any details on ..."
+    r"|\b(?:I|we)\s+(?:do\s*(?:not|n't)|don\u2019t)\s+have\s+(?:an?\s+|any\s+|the\s+)?"
+    r"(?:[\w-]+\s+){0,4}?(?:figure|number|information|details?|data|answer)\b"
+    # "the figure isn't in them", "is not in the documents"
+    r"|\b(?:is|are)\s*(?:not|n't|n\u2019t)\s+in\s+(?:them|the\s+(?:documents?|passages?|sources?|texts?))\b"
     r"|\bno\s+(?:specific\s+|relevant\s+|further\s+|additional\s+)?(?:information|details?|mention|data)\b"
     r"|insufficient\s+information|does\s*(?:not|n't)\s+appear\s+in"
     r"|\bnothing\s+(?:about|on|regarding|specific)\b|\bno\s+mention\b"
@@ -135,7 +141,7 @@ _ATTRIBUTION = re.compile(
     r"|(?:the\s+)?(?:passages?|documents?|sources?|context|texts?|articles?|excerpts?)"
     r"(?:\s*\d+)?(?:\s+(?:I|we)\s+have|\s+available\s+to\s+me)?\s+(?:also\s+)?"
     r"(?:(?:states?|says?|mentions?|notes?|suggests?|explains?|indicates?|reports?|confirms?"
-    r"|adds?)\s+(?:that\s+)?|(?:highlights?|shows?|describes?)\s+that\s+))",
+    r"|adds?)(?:\s*[,:]\s*[\"\u201c]?|\s+)(?:that\s+)?|(?:highlights?|shows?|describes?)\s+that\s+))",
     re.IGNORECASE,
 )
 _LETTER_WORD = re.compile(r"[^\W\d_]{2,}")
@@ -275,3 +281,76 @@ def is_question_echo(claim: str, question: str, answer: str) -> bool:
 
 def _words(text: str) -> list[str]:
     return re.findall(r"\w+", text.lower())
+
+
+# "1. ", "* ", "- " before a list item; "(Passage 2)" after a statement: where it came from
+_LIST_MARKER = re.compile(r"^\s*(?:\d+[.)]|[-*\u2022])\s+")
+_CITATION = re.compile(
+    r"\s*\((?:see\s+)?(?:passages?|documents?|sources?)\s*\d*(?:\s*(?:,|and|&)\s*\d+)*\)",
+    re.IGNORECASE,
+)
+# a sentence counts as covered by the claims unless half its content words (and two or more)
+# are missing from every claim
+UNCOVERED_SHARE = 0.5
+
+
+def uncovered_sentences(answer: str, claims: list[str], question: str) -> list[str]:
+    """Statements of the answer that no listed claim carries, as claims of their own.
+
+    A small judge's claim list can drop most of an answer (seen: a seven-step answer ending in
+    "Unable to answer based on given passages." listed as that refusal alone), and what is
+    never listed is never checked. Each sentence whose content words are mostly missing from
+    the claims is checked as written (list marker, citation and attribution removed; clauses
+    split at ";"); list headers ending in ":", questions, abstentions, question echoes and
+    fragments of fewer than four content words are not statements to check.
+    """
+    from auditor.verify.claims import sentence_spans
+
+    said = {_stem(w) for claim in claims for w in _content_words(claim)}
+    found = []
+    for start, end in sentence_spans(answer):
+        sentence = _CITATION.sub("", _LIST_MARKER.sub("", answer[start:end])).strip()
+        if sentence.endswith((":", "?")) or claim_kind(sentence) == "abstention":
+            continue
+        # clauses apart: the claims may carry one and not the other
+        for clause in re.split(r";\s*", without_attribution(sentence)):
+            clause = clause.strip()
+            if not clause:
+                continue
+            clause = clause[0].upper() + clause[1:]
+            words = {_stem(w) for w in _content_words(clause)}
+            if len(words) < 4 or is_question_echo(clause, question, answer):
+                continue
+            missing = words - said
+            if len(missing) >= 2 and len(missing) >= UNCOVERED_SHARE * len(words):
+                found.append(clause if clause[-1] in ".!" else clause + ".")
+    return found
+
+
+def uncovered_share(sentence: str, claims: list[str]) -> float:
+    """The share of the sentence's content words that no claim carries (benches re-decide the
+    coverage rule on stored claims with it)."""
+    said = {_stem(w) for claim in claims for w in _content_words(claim)}
+    words = {_stem(w) for w in _content_words(sentence)}
+    return len(words - said) / len(words) if words else 0.0
+
+
+# words that make no statement of their own ("Yes to both.")
+_FILLER = frozenset(["yes", "both", "also", "just", "only", "here", "some", "there", "your"])
+
+
+def _content_words(text: str) -> list[str]:
+    return [
+        w
+        for w in _words(text)
+        if len(w) > 2 and w not in _STOPWORDS and w not in _FILLER and not w.isdigit()
+    ]
+
+
+def _stem(word: str) -> str:
+    """Crude suffix stripping, enough to match "sensors" with "sensor" and "charged" with
+    "charge" across a claim's rewording."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word

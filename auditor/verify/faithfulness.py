@@ -27,6 +27,7 @@ from auditor.verify.extraction import (
     claims_schema,
     is_garbage,
     is_question_echo,
+    uncovered_sentences,
     without_attribution,
 )
 from auditor.verify.figures import misbound_figures, missing_figures
@@ -108,7 +109,9 @@ def rank_chunks(
 
 
 def claims_of(item: AnswerItem, extracted: list[str], config: JudgeConfig) -> list[Claim]:
-    """The answer's claims: deduplicated, question echoes dropped, with spans and kinds.
+    """The answer's claims: deduplicated, question echoes dropped, with spans and kinds; then
+    each sentence of the answer that no listed claim carries, as written (every statement of
+    the answer is checked, whatever the judge's list left out).
 
     Falls back to the answer's own sentences when the judge found no claim in it.
     """
@@ -121,8 +124,14 @@ def claims_of(item: AnswerItem, extracted: list[str], config: JudgeConfig) -> li
         texts = [t for t in texts if claim_kind(t) == "fact"]
     if not texts:
         texts = [body[a:b] for a, b in sentence_spans(body)]
-    texts = list(dict.fromkeys(texts))[: config.max_claims]
-    return [Claim(text=t, span=align_span(t, item.answer), kind=claim_kind(t)) for t in texts]
+    texts = list(dict.fromkeys(texts))
+    sentences = [s for s in uncovered_sentences(body, texts, item.question) if s not in texts]
+    claims = [Claim(text=t, span=align_span(t, item.answer), kind=claim_kind(t)) for t in texts]
+    claims += [
+        Claim(text=s, span=align_span(s, item.answer), kind="fact", origin="sentence")
+        for s in sentences
+    ]
+    return claims[: config.max_claims]
 
 
 def decide(

@@ -118,11 +118,13 @@ def test_real_judge_on_ragtruth_records(
     assert summary.unverifiable <= summary.claims // 2
 
 
-# Full set at the default support_threshold 0.28 (bench/contrast.py, 80 answers): wrong flagged
-# 0.750 (CI 0.600-0.875), correct flagged 0.225 (CI 0.100-0.350); this 24-answer sample measured
-# 0.583 and 0.167 in the same run. The floors leave one answer of slack each way on 12.
-WRONG_FLAGGED_FLOOR = 0.5
-CORRECT_FLAGGED_CEILING = 0.34
+# Full set at the default support_threshold 0.264 (bench/contrast.py, 80 answers, verdict logic
+# 2026-12-04.1): wrong flagged 0.725 (CI 0.575-0.850), correct flagged 0.300 (CI 0.175-0.450);
+# this 24-answer sample measured 0.750 and 0.333 in the same run (0.583 and 0.167 before
+# answer sentences were checked too). Two answers of slack on 12 each way: the judge's claim
+# lists vary from run to run by about one answer in 12.
+WRONG_FLAGGED_FLOOR = 0.58
+CORRECT_FLAGGED_CEILING = 0.5
 CONTRAST = Path(__file__).resolve().parents[2] / "corpora" / "kestrel" / "contrast.jsonl"
 
 

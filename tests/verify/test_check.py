@@ -724,6 +724,9 @@ def test_claims_about_sources_are_read_for_what_they_say() -> None:
         "The normal BNP range is difficult to determine from the passages.",
         "I can't find the on-call stipend in the documents I have.",
         "There's no release date for firmware 4.3 in the release notes I have.",
+        "I don't have a battery-life figure for the S1 sensor.",
+        "They cover bonuses but not retirement benefits, so I can't give you a figure.",
+        "The Premium uptime figure isn't in them, so I can't quote it.",
     ]:
         assert claim_kind(said) == "abstention", said
     for fact in ["The T9 Pro does not include a C-wire adapter.", "It does not rain in July."]:
@@ -748,6 +751,73 @@ def test_claims_about_sources_are_read_for_what_they_say() -> None:
     )
     named = "The passages do not say how to draw a truncated cone in Geogebra."
     assert refusal_claim(named, question) == named
+
+
+def test_sentences_no_claim_carries_are_checked_as_written() -> None:
+    """A claim list that drops most of an answer (a small judge listing only its closing
+    refusal) leaves the dropped statements unchecked: each sentence whose content words no
+    claim carries becomes a claim as written; list headers, abstentions, echoes of the
+    question and fragments do not, and a sentence the claims carry in other words adds
+    nothing."""
+    from auditor.verify.claims import sentence_spans
+    from auditor.verify.extraction import uncovered_sentences, uncovered_share
+
+    question = "How do I plan a trip to Germany?"
+    answer = (
+        "Based on the provided passages, here are some steps to plan a trip to Germany:\n\n"
+        "1. Plan ahead: check visa requirements and when to go (Passage 2).\n"
+        "2. Book flights: use budget travel tips to find affordable hostels in Berlin.\n"
+        "3. Stay safe.\n\n"
+        "Unable to answer based on given passages."
+    )
+    listed = ["The documents do not answer the question: How do I plan a trip to Germany?"]
+    assert uncovered_sentences(answer, listed, question) == [
+        "Plan ahead: check visa requirements and when to go.",
+        "Book flights: use budget travel tips to find affordable hostels in Berlin.",
+    ]
+    carried = [
+        *listed,
+        "Planning a trip to Germany ahead means checking visa requirements and when to go.",
+        "Budget travel tips help find affordable hostels in Berlin when booking flights.",
+    ]
+    assert uncovered_sentences(answer, carried, question) == []
+    assert uncovered_share("Book flights to Berlin early.", ["Flights to Berlin are booked."]) == (
+        pytest.approx(1 / 4)
+    )
+    # clauses apart: the one the claims carry adds nothing
+    assert uncovered_sentences(
+        "The incident was SEV-1 and 41% of the fleet disconnected; it was published on 25 March.",
+        ["The incident was published on 25 March 2025.", "The incident was SEV-1."],
+        "What happened?",
+    ) == ["The incident was SEV-1 and 41% of the fleet disconnected."]
+    assert uncovered_sentences("; ;\n1. ;", [], "Why?") == []
+    # a stop inside a figure ends no sentence
+    text = "Firmware 4.3 ships in May. It costs $1,299.00, e.g. in Berlin."
+    assert [text[a:b] for a, b in sentence_spans(text)] == [
+        "Firmware 4.3 ships in May.",
+        "It costs $1,299.00, e.g.",
+        "in Berlin.",
+    ]
+    # a citation-led sentence is checked as what it says
+    assert uncovered_sentences(
+        'Passage 1 states, "Schedule F reports farm income from cooperatives.',
+        listed,
+        "Where does 1099-PATR go?",
+    ) == ["Schedule F reports farm income from cooperatives."]
+
+
+def test_claims_of_adds_what_the_list_left_out() -> None:
+    from auditor.verify.faithfulness import claims_of
+
+    item = _item(
+        "a", "The warranty lasts 2 years. Returns are accepted within 30 days of delivery."
+    )
+    claims = claims_of(item, ["The warranty lasts 2 years."], JudgeConfig())
+    assert [(c.text, c.origin) for c in claims] == [
+        ("The warranty lasts 2 years.", "judge"),
+        ("Returns are accepted within 30 days of delivery.", "sentence"),
+    ]
+    assert claims[1].span == (28, 76)
 
 
 def test_each_judge_stage_reports_its_progress_to_the_last_call(tmp_path: Path) -> None:
