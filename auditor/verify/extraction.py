@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from auditor.verify.base import ClaimKind
+from auditor.verify.claims import sentence_spans
 
 __all__ = [
     "ExtractedClaims",
@@ -304,9 +305,7 @@ def uncovered_sentences(answer: str, claims: list[str], question: str) -> list[s
     split at ";"); list headers ending in ":", questions, abstentions, question echoes and
     fragments of fewer than four content words are not statements to check.
     """
-    from auditor.verify.claims import sentence_spans
-
-    said = {_stem(w) for claim in claims for w in _content_words(claim)}
+    said = _word_stems(claims)
     found = []
     for start, end in sentence_spans(answer):
         sentence = _CITATION.sub("", _LIST_MARKER.sub("", answer[start:end])).strip()
@@ -318,7 +317,7 @@ def uncovered_sentences(answer: str, claims: list[str], question: str) -> list[s
             if not clause:
                 continue
             clause = clause[0].upper() + clause[1:]
-            words = {_stem(w) for w in _content_words(clause)}
+            words = _word_stems([clause])
             if len(words) < 4 or is_question_echo(clause, question, answer):
                 continue
             missing = words - said
@@ -327,16 +326,12 @@ def uncovered_sentences(answer: str, claims: list[str], question: str) -> list[s
     return found
 
 
-def uncovered_share(sentence: str, claims: list[str]) -> float:
-    """The share of the sentence's content words that no claim carries (benches re-decide the
-    coverage rule on stored claims with it)."""
-    said = {_stem(w) for claim in claims for w in _content_words(claim)}
-    words = {_stem(w) for w in _content_words(sentence)}
-    return len(words - said) / len(words) if words else 0.0
-
-
 # words that make no statement of their own ("Yes to both.")
 _FILLER = frozenset(["yes", "both", "also", "just", "only", "here", "some", "there", "your"])
+
+
+def _word_stems(texts: list[str]) -> set[str]:
+    return {_stem(w) for text in texts for w in _content_words(text)}
 
 
 def _content_words(text: str) -> list[str]:
