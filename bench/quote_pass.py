@@ -36,6 +36,17 @@ def stored_claim(data: dict[str, Any]) -> Claim:
     return Claim.from_json(data)
 
 
+def judge_once(config: Any, calls: list[Any]) -> tuple[list[Any], float]:
+    """One batch of calls on a judge started for it (and freed after); the seconds it took."""
+    judge = make_judge(config)
+    started = time.perf_counter()
+    try:
+        replies = judge.complete(calls)
+    finally:
+        judge.close()
+    return replies, time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path)
@@ -55,13 +66,7 @@ def main() -> None:
             if planned is not None:
                 calls.append(planned[0])
                 owners.append((row["id"], index, planned[1], planned[2]))
-    judge = make_judge(config)
-    started = time.perf_counter()
-    try:
-        replies = judge.complete(calls)
-    finally:
-        judge.close()
-    seconds = time.perf_counter() - started
+    replies, seconds = judge_once(config, calls)
     results: dict[str, Any] = {"seconds": seconds, "answers": {}}
     prompt = cached = 0
     for (owner, index, quote, chunk_id), reply in zip(owners, replies, strict=True):

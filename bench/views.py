@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from auditor.verify.answers import items_from_run
 from auditor.verify.base import CallKey, JudgeCall
 from auditor.verify.entailment import entailment_prompt, label_probabilities
 from auditor.verify.figures import missing_figures
-from auditor.verify.judges import make_judge
+from bench.quote_pass import judge_once
 
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
 NULL_PASSAGE = "(no passage)"
@@ -59,13 +58,7 @@ def judge_views(run_dir: Path, set_items: list[str]) -> None:
                 calls.append(JudgeCall(key, entailment_prompt(passage, claim["text"]), None, 1, 20))
     # joined calls of one answer next to each other: its chunks are computed once
     calls.sort(key=lambda c: (c.key.stage, c.key.item, c.key.part))
-    judge = make_judge(config)
-    started = time.perf_counter()
-    try:
-        replies = judge.complete(calls)
-    finally:
-        judge.close()
-    seconds = time.perf_counter() - started
+    replies, seconds = judge_once(config, calls)
     results: dict[str, Any] = {"seconds": seconds, "answers": {}, "cost": {}}
     for call, reply in zip(calls, replies, strict=True):
         probabilities, _ = label_probabilities(reply.top_logprobs, reply.text)
