@@ -25,8 +25,11 @@ _REFUSAL = re.compile(
     re.IGNORECASE,
 )
 # a stop followed at once by a character that is not a space or a closing mark ("4.3",
-# "$1,299.00", "e.g.") ends no sentence
-_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?](?=[^\s.!?\"')\]]))+(?:[.!?]+|\n|$)")
+# "$1,299.00", "e.g.") ends no sentence, nor do dot leaders with more on their line
+# ("Years 3 to 5 ....... 20 days": a table row is one statement; "Wait..." still ends)
+_SENTENCE = re.compile(
+    r"(?:[^.!?\n]|(?<=\s)\.{2,}(?=[ \t]*[^\s.])|[.!?](?=[^\s.!?\"')\]]))+(?:[.!?]+|\n|$)"
+)
 _WORD = re.compile(r"\w+")
 
 

@@ -795,6 +795,13 @@ def test_sentences_no_claim_carries_are_checked_as_written() -> None:
         "It costs $1,299.00, e.g.",
         "in Berlin.",
     ]
+    # a dot-leader table row is one line; a closing ellipsis still ends its sentence
+    text = "  Years 3 to 5 of service ....... 20 days per year\nWait... Then go."
+    assert [text[a:b] for a, b in sentence_spans(text)] == [
+        "Years 3 to 5 of service ....... 20 days per year",
+        "Wait...",
+        "Then go.",
+    ]
     # a citation-led sentence is checked as what it says
     assert uncovered_sentences(
         'Passage 1 states, "Schedule F reports farm income from cooperatives.',
