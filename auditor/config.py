@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from auditor.errors import BadInput
 
@@ -196,9 +196,111 @@ class OpenAIGeneratorConfig(_Model):
     retry_backoff_s: float = Field(0.5, ge=0, description="First retry delay; doubles each time.")
 
 
+class HttpGeneratorConfig(_Model):
+    """A deployed RAG service behind HTTP, audited as a black box: it retrieves and answers
+    itself; the auditor sends the question and reads the answer (and contexts) from the reply."""
+
+    kind: Literal["http"] = Field(description="A team's own RAG service (any JSON HTTP API).")
+    endpoints: list[str] = Field(
+        min_length=1, description="Full URLs of the service's question endpoint (replicas)."
+    )
+    method: Literal["POST", "PUT", "GET"] = Field(
+        "POST", description="HTTP method; GET sends `body` as query parameters."
+    )
+    body: dict[str, Any] = Field(
+        default_factory=lambda: {"question": "{question}"},
+        description="JSON request; every string value has {question} (and {id}) filled in.",
+    )
+    headers: dict[str, str] = Field(default_factory=dict, description="Fixed headers.")
+    headers_env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Header -> name of the environment variable holding its value (secrets "
+        'never sit in the file), e.g. {Authorization = "RAG_SERVICE_AUTH"}.',
+    )
+    answer: str = Field(description="JMESPath to the answer text in the JSON reply.")
+    contexts: str | None = Field(
+        None,
+        description="JMESPath to the contexts the service used: a list of strings, or of "
+        "objects read with context_text / context_id / context_source / context_score.",
+    )
+    context_text: str = Field("text", description="JMESPath, in one context object, to its text.")
+    context_id: str | None = Field(None, description="JMESPath to a context's id.")
+    context_source: str | None = Field(None, description="JMESPath to its document / source.")
+    context_score: str | None = Field(None, description="JMESPath to its retrieval score.")
+    output_tokens: str | None = Field(
+        None,
+        description="JMESPath to the answer's token count when the service reports it; "
+        "otherwise tokens are counted with cl100k_base (recorded as such).",
+    )
+    stream: Literal["none", "sse", "jsonl"] = Field(
+        "none",
+        description="How the reply arrives: one JSON body; server-sent events (`data:` "
+        "lines); or one JSON object per line. Streamed, TTFT and inter-token times are measured.",
+    )
+    stream_token: str | None = Field(
+        None,
+        description="Streaming: JMESPath, in each event, to the next piece of answer text. "
+        "`answer` and `contexts` are read from any event where they match (usually the last).",
+    )
+    stream_done: str | None = Field(
+        None,
+        description="SSE: the data payload that ends the stream (e.g. [DONE]); without it "
+        "the stream ends when the body does.",
+    )
+    sampling: SamplingConfig = Field(
+        default_factory=SamplingConfig,
+        description="Only `seed` applies (it seeds the Poisson arrivals); the service decodes "
+        "as it is deployed.",
+    )
+    concurrency: int = Field(8, ge=1, le=4096, description="Most requests in flight at once.")
+    request_rate: float | None = Field(
+        None,
+        gt=0,
+        description="Requests per second with Poisson arrivals; None: as fast as "
+        "the concurrency allows.",
+    )
+    timeout_s: float = Field(120.0, gt=0, description="Per-attempt limit for a whole request.")
+    max_retries: int = Field(2, ge=0, le=10, description="Retries after a failed attempt.")
+    retry_backoff_s: float = Field(0.5, ge=0, description="First retry delay; doubles each time.")
+
+    @model_validator(mode="after")
+    def _valid_paths(self) -> HttpGeneratorConfig:
+        import jmespath
+        from jmespath.exceptions import JMESPathError
+
+        for name in (
+            "answer",
+            "contexts",
+            "context_text",
+            "context_id",
+            "context_source",
+            "context_score",
+            "output_tokens",
+            "stream_token",
+        ):
+            expression = getattr(self, name)
+            if expression is None:
+                continue
+            try:
+                jmespath.compile(expression)
+            except JMESPathError as exc:
+                raise ValueError(f"{name}: not a JMESPath expression ({exc})") from None
+        if self.stream != "none" and not self.stream_token:
+            raise ValueError(f"stream = {self.stream!r} needs stream_token (where each piece is)")
+        return self
+
+
 GeneratorConfig = Annotated[
+    VLLMGeneratorConfig | OpenAIGeneratorConfig | HttpGeneratorConfig, Field(discriminator="kind")
+]
+
+# A judge is a model the auditor prompts: in-process vLLM or an OpenAI-compatible server.
+JudgeGeneratorConfig = Annotated[
     VLLMGeneratorConfig | OpenAIGeneratorConfig, Field(discriminator="kind")
 ]
+
+# Targets that retrieve for themselves: the auditor sends the bare question.
+SELF_RETRIEVING = {"http"}
 
 DEFAULT_SYSTEM_PROMPT = (
     "You answer questions using only the numbered passages given to you. Cite the passages "
@@ -297,7 +399,7 @@ class JudgeConfig(_Model):
     """The model that checks claims, and how (`--judge JUDGE.toml`)."""
 
     name: str = Field("qwen-1.5b-cpu-judge", description="Shown in reports next to verdicts.")
-    generator: GeneratorConfig = Field(
+    generator: JudgeGeneratorConfig = Field(
         default_factory=_default_judge_generator,
         description="Judge model and backend; output is constrained to JSON schemas.",
     )

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from auditor.config import PipelineConfig, config_sha256
+from auditor.config import SELF_RETRIEVING, PipelineConfig, config_sha256
 from auditor.errors import AuditorError, BadInput
 from auditor.generate.base import GenRequest, GenResult
 from auditor.generate.prompts import build_messages
@@ -141,13 +141,14 @@ def _check_compatible(existing: dict[str, Any], fresh: dict[str, Any], run_dir: 
 
 
 def _record(
-    question: Question, hits: list[Any], request: GenRequest, result: GenResult
+    question: Question, hits: list[Any] | None, request: GenRequest, result: GenResult
 ) -> dict[str, Any]:
-    return {
-        "id": question.id,
-        "question": question.question,
-        "reference": question.reference,
-        "retrieved": [
+    """One records.jsonl line. `hits` is None for a target that retrieves itself: then
+    `retrieved` holds the contexts it returned (`retrieval: "target"`), or none."""
+    if hits is None:
+        retrieved = list(result.contexts or [])
+    else:
+        retrieved = [
             {
                 "chunk_id": hit.chunk.chunk_id,
                 "document": hit.chunk.document,
@@ -156,7 +157,14 @@ def _record(
                 "text": hit.chunk.text,
             }
             for hit in hits
-        ],
+        ]
+    return {
+        "id": question.id,
+        "question": question.question,
+        "reference": question.reference,
+        "retrieval": "auditor" if hits is not None else "target",
+        "contexts_returned": hits is not None or result.contexts is not None,
+        "retrieved": retrieved,
         "messages": list(request.messages),
         "prompt": result.prompt_text,
         "answer": result.text,
@@ -256,14 +264,21 @@ def run_pipeline(
         summary.skipped = len(questions)
         return summary
 
-    callbacks.stage(f"retrieving top-{config.retrieval.top_k} chunks for {len(todo)} questions")
-    retriever = Retriever.open(index_dir, device=config.ingest.embedder.device)
-    prepared: dict[str, tuple[Question, list[Any], GenRequest]] = {}
-    for question in todo:
-        hits = retriever.search(question.question, k=config.retrieval.top_k)
-        messages = build_messages(config.prompt, question.question, hits)
-        prepared[question.id] = (question, hits, GenRequest(question.id, messages))
-    del retriever
+    prepared: dict[str, tuple[Question, list[Any] | None, GenRequest]] = {}
+    if config.generator.kind in SELF_RETRIEVING:
+        # the target retrieves and prompts itself: it gets the bare question
+        for question in todo:
+            request = GenRequest(question.id, (), question=question.question)
+            prepared[question.id] = (question, None, request)
+    else:
+        callbacks.stage(f"retrieving top-{config.retrieval.top_k} chunks for {len(todo)} questions")
+        retriever = Retriever.open(index_dir, device=config.ingest.embedder.device)
+        for question in todo:
+            hits = retriever.search(question.question, k=config.retrieval.top_k)
+            messages = build_messages(config.prompt, question.question, hits)
+            request = GenRequest(question.id, messages, question=question.question)
+            prepared[question.id] = (question, hits, request)
+        del retriever
 
     factory = generator_factory or make_generator
     generator = factory(config.generator, on_stage=callbacks.stage, on_bytes=callbacks.bytes)

@@ -187,7 +187,7 @@ def test_cli_run_prints_summary(
         (
             None,
             '[generator]\nkind = "tgi"\nmodel = "x"\n',
-            r"generator: unknown kind; valid kinds: 'vllm', 'openai'",
+            r"generator: unknown kind; valid kinds: 'vllm', 'openai', 'http'",
         ),
         (None, 'name = "nogen"\n', r"pipeline 'nogen' has no \[generator\] table"),
         (
@@ -249,3 +249,36 @@ def test_artifacts_with_nan_are_refused_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match=r"checks.jsonl:2: NaN is not a number .* write null"):
         read_jsonl(path, repair=True)
     assert path.read_text().count("\n") == 2  # nothing cut
+
+
+def test_cli_run_on_an_http_service_records_what_it_returned(
+    setup: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A deployed service is sent the bare question (no retrieval, no prompt of ours); its
+    answer, its contexts and the client's timings become the record."""
+    from tests.generate.fake_rag import ANSWER, FakeRag
+
+    index, questions = setup
+    fake = FakeRag().start()
+    try:
+        pipeline = tmp_path / "service.toml"
+        pipeline.write_text(
+            'name = "our-service"\n[ingest.embedder]\nmodel = "fake-words"\n'
+            f'[generator]\nkind = "http"\nendpoints = ["{fake.base}/ask"]\n'
+            'body = { query = "{question}" }\nanswer = "data.answer"\n'
+            'contexts = "data.sources[].text"\n'
+        )
+        code, out, err = _invoke_run(pipeline, questions, index, tmp_path / "run", "-q")
+    finally:
+        fake.stop()
+    assert code == 0, err
+    assert "our-service: 3/3 answered, 0 errors" in out and "server, concurrency 8" in out
+    assert sorted(b["query"] for b in fake.bodies) == sorted(q["question"] for q in QUESTIONS)
+    records = read_records(tmp_path / "run")
+    first = records[0]
+    assert first["retrieval"] == "target" and first["contexts_returned"] is True
+    assert first["answer"] == ANSWER and first["messages"] == []
+    assert [c["chunk_id"] for c in first["retrieved"]] == ["returned-1", "returned-3"]
+    assert first["ttft_s"] is None and first["e2e_s"] > 0 and first["output_tokens"] > 0
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["model"]["backend"] == "http" and manifest["load_regime"]["mode"] == "server"

@@ -25,6 +25,7 @@ __all__ = [
 BACKENDS: dict[str, str] = {
     "vllm": "auditor.generate.vllm_offline:VLLMGenerator",
     "openai": "auditor.generate.openai_server:OpenAIServerGenerator",
+    "http": "auditor.generate.http_target:HttpTargetGenerator",
 }
 
 

@@ -27,6 +27,7 @@ class GenRequest:
     max_tokens: int | None = None
     json_schema: dict[str, Any] | None = None
     logprobs: int = 0
+    question: str | None = None  # the bare question, for targets that retrieve themselves
 
 
 @dataclass
@@ -53,6 +54,9 @@ class GenResult:
     engine: dict[str, Any] = field(default_factory=dict)  # backend-specific raw figures
     # {token: log-probability} of the most likely first output tokens, when asked for
     top_logprobs: dict[str, float] | None = None
+    # the contexts a self-retrieving target said it used (retrieved-chunk records); None when
+    # the target returns none
+    contexts: list[dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -9,12 +9,10 @@ a `GenResult` with `error` set, never an exception.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import logging
 import os
-import random
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +24,14 @@ import httpx
 from auditor.config import OpenAIGeneratorConfig
 from auditor.errors import AuditorError, BadInput
 from auditor.generate.base import GenerationStats, GenRequest, GenResult, OnResult, tpot
+from auditor.generate.scheduler import (
+    Failure,
+    LoadShape,
+    http_failure,
+    one_line,
+    run_requests,
+    transport_reason,
+)
 
 __all__ = [
     "OpenAIServerGenerator",
@@ -37,20 +43,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_S = 5.0
-_ERROR_BODY_CHARS = 200
-
-
-class _Failure(Exception):
-    """One failed attempt: `kind` is what went wrong, `detail` what the server said."""
-
-    def __init__(self, kind: str, detail: str = "", retryable: bool = True) -> None:
-        super().__init__(kind, detail)
-        self.kind = kind
-        self.detail = detail
-        self.retryable = retryable
-
-    def __str__(self) -> str:
-        return f"{self.kind}: {self.detail}" if self.detail else self.kind
 
 
 @dataclass
@@ -81,40 +73,22 @@ def _first_logprobs(logprobs: Any) -> dict[str, float] | None:
     return found or None
 
 
-def _one_line(text: str, limit: int = _ERROR_BODY_CHARS) -> str:
-    return " ".join(text.split())[:limit]
-
-
 def _server_message(body: bytes) -> str:
     """The error message inside an OpenAI-style JSON error body, else the raw body."""
     text = body.decode("utf-8", errors="replace")
     try:
         data = json.loads(text)
     except ValueError:
-        return _one_line(text)
+        return one_line(text)
     if isinstance(data, dict):
         err = data.get("error", data)
         if isinstance(err, dict):
             for key in ("message", "detail", "msg"):
                 if isinstance(err.get(key), str):
-                    return _one_line(err[key])
+                    return one_line(err[key])
         elif isinstance(err, str):
-            return _one_line(err)
-    return _one_line(text)
-
-
-def _transport_reason(exc: BaseException) -> str:
-    """A short human reason for a transport-level failure."""
-    if isinstance(exc, httpx.TimeoutException):
-        return "timed out"
-    text = str(exc) or type(exc).__name__
-    if isinstance(exc, httpx.ConnectError):
-        return (
-            "connection refused"
-            if "refused" in text.lower()
-            else f"cannot connect ({_one_line(text, 120)})"
-        )
-    return _one_line(text, 120)
+            return one_line(err)
+    return one_line(text)
 
 
 def _base_url(endpoint: str) -> str:
@@ -202,7 +176,7 @@ class OpenAIServerGenerator:
             try:
                 response = self._probe_client.get(f"{endpoint}/models")
             except httpx.HTTPError as exc:
-                down.append((endpoint, _transport_reason(exc)))
+                down.append((endpoint, transport_reason(exc)))
                 continue
             if response.status_code != 200:
                 reason = f"GET /models answered HTTP {response.status_code}: {_server_message(response.content)}"
@@ -263,7 +237,24 @@ class OpenAIServerGenerator:
         assert self._healthy is not None
         endpoints = list(self._healthy)
         start = time.perf_counter()
-        asyncio.run(self._run_all(requests, on_result, endpoints))
+        cfg = self.cfg
+        shape = LoadShape(
+            cfg.concurrency,
+            cfg.request_rate,
+            cfg.timeout_s,
+            cfg.max_retries,
+            cfg.retry_backoff_s,
+            cfg.sampling.seed,
+        )
+        run_requests(
+            shape,
+            endpoints,
+            requests,
+            on_result,
+            headers=self._headers,
+            attempt=self._attempt,
+            succeed=self._success,
+        )
         wall_s = time.perf_counter() - start
         regime: dict[str, Any] = {
             "mode": "server",
@@ -277,99 +268,6 @@ class OpenAIServerGenerator:
         if self._probe_client is not None:
             self._probe_client.close()
             self._probe_client = None
-
-    async def _run_all(
-        self, requests: Sequence[GenRequest], on_result: OnResult, endpoints: list[str]
-    ) -> None:
-        cfg = self.cfg
-        # perf_counter for durations, anchored once to the wall clock for reported times
-        anchor_wall, anchor_perf = time.time(), time.perf_counter()
-
-        def wall(t: float) -> float:
-            return anchor_wall + (t - anchor_perf)
-
-        offsets = arrival_offsets(len(requests), cfg.request_rate, cfg.sampling.seed)
-
-        semaphore = asyncio.Semaphore(cfg.concurrency)
-        outstanding = dict.fromkeys(endpoints, 0)
-        next_rr = 0
-
-        def pick() -> str:
-            """Least outstanding requests; ties go round-robin."""
-            nonlocal next_rr
-            n = len(endpoints)
-            order = [endpoints[(next_rr + k) % n] for k in range(n)]
-            chosen = min(order, key=lambda e: outstanding[e])
-            next_rr = (endpoints.index(chosen) + 1) % n
-            outstanding[chosen] += 1
-            return chosen
-
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=cfg.concurrency)
-        timeout = httpx.Timeout(cfg.timeout_s, connect=min(cfg.timeout_s, 10.0))
-        async with httpx.AsyncClient(
-            headers=self._headers, limits=limits, timeout=timeout
-        ) as client:
-
-            async def one(index: int, request: GenRequest) -> None:
-                delay = anchor_perf + offsets[index] - time.perf_counter()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                async with semaphore:
-                    result = await self._with_retries(client, request, pick, outstanding, wall)
-                on_result(result)
-
-            tasks = [asyncio.create_task(one(i, r)) for i, r in enumerate(requests)]
-            try:
-                await asyncio.gather(*tasks)
-            except BaseException:
-                # on_result failed (e.g. disk full) or we were interrupted: stop the rest
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                raise
-
-    async def _with_retries(
-        self,
-        client: httpx.AsyncClient,
-        request: GenRequest,
-        pick: Callable[[], str],
-        outstanding: dict[str, int],
-        wall: Callable[[float], float],
-    ) -> GenResult:
-        cfg = self.cfg
-        failures: list[str] = []
-        attempt = 0
-        while True:
-            attempt += 1
-            endpoint = pick()
-            try:
-                async with asyncio.timeout(cfg.timeout_s):
-                    stream = await self._attempt(client, endpoint, request)
-            except TimeoutError:
-                failure = _Failure(f"timed out (limit {cfg.timeout_s:g} s)")
-            except httpx.TransportError as exc:
-                stream_broken = isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError)
-                kind = "stream broken" if stream_broken else _transport_reason(exc)
-                failure = _Failure(kind, _one_line(str(exc), 120) if stream_broken else "")
-            except _Failure as exc:
-                failure = exc
-            else:
-                return self._success(request, endpoint, stream, attempt, failures, wall)
-            finally:
-                outstanding[endpoint] -= 1
-            failures.append(f"{endpoint}: {failure}")
-            if not failure.retryable or attempt > cfg.max_retries:
-                tried = f" after {attempt} attempts" if attempt > 1 else ""
-                detail = f": {failure.detail}" if failure.detail else ""
-                return GenResult(
-                    request_id=request.request_id,
-                    error=f"{endpoint}: {failure.kind}{tried}{detail}",
-                    finish_reason=None,
-                    attempts=attempt,
-                    endpoint=endpoint,
-                    engine={"failed_attempts": failures},
-                )
-            await asyncio.sleep(cfg.retry_backoff_s * 2 ** (attempt - 1))
 
     async def _attempt(
         self, client: httpx.AsyncClient, endpoint: str, request: GenRequest
@@ -397,11 +295,7 @@ class OpenAIServerGenerator:
             if response.status_code != 200:
                 payload = await response.aread()
                 status = response.status_code
-                raise _Failure(
-                    f"HTTP {status}",
-                    _server_message(payload),
-                    retryable=status >= 500 or status == 429,
-                )
+                raise http_failure(status, _server_message(payload))
             async for line in response.aiter_lines():
                 now = time.perf_counter()
                 if not line.startswith("data:"):
@@ -413,7 +307,7 @@ class OpenAIServerGenerator:
                 self._take_chunk(stream, data, now)
         stream.end = time.perf_counter()
         if not stream.done and stream.finish_reason is None:
-            raise _Failure("stream broken", "ended without [DONE] or a finish_reason")
+            raise Failure("stream broken", "ended without [DONE] or a finish_reason")
         return stream
 
     @staticmethod
@@ -421,15 +315,15 @@ class OpenAIServerGenerator:
         try:
             chunk = json.loads(data)
         except ValueError as exc:
-            raise _Failure("stream broken", f"bad SSE payload {data[:80]!r}") from exc
+            raise Failure("stream broken", f"bad SSE payload {data[:80]!r}") from exc
         if not isinstance(chunk, dict):
-            raise _Failure("stream broken", f"bad SSE payload {data[:80]!r}")
+            raise Failure("stream broken", f"bad SSE payload {data[:80]!r}")
         if "error" in chunk:
             err = chunk["error"]
             code = err.get("code") if isinstance(err, dict) else None
             message = _server_message(json.dumps(chunk).encode())
             retryable = not isinstance(code, int) or code >= 500 or code == 429
-            raise _Failure("error in stream", message, retryable=retryable)
+            raise Failure("error in stream", message, retryable=retryable)
         if isinstance(chunk.get("usage"), dict):
             stream.usage = chunk["usage"]
         for choice in chunk.get("choices") or []:
@@ -499,14 +393,3 @@ class OpenAIServerGenerator:
             engine=engine,
             top_logprobs=stream.first_logprobs,
         )
-
-
-def arrival_offsets(count: int, request_rate: float | None, seed: int | None) -> list[float]:
-    """When each request is sent, in seconds from the start: all at once without a rate, else a
-    Poisson process as in `vllm bench serve` (the first at 0, then exponential gaps), seeded."""
-    offsets = [0.0] * count
-    if request_rate is not None:
-        rng = random.Random(seed)
-        for i in range(1, count):
-            offsets[i] = offsets[i - 1] + rng.expovariate(request_rate)
-    return offsets

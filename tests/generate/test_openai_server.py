@@ -212,7 +212,7 @@ def test_request_rate_poisson(fake: FakeOpenAI) -> None:
 def test_request_rate_is_reproducible(fake: FakeOpenAI) -> None:
     """The same seed gives the same arrival schedule (the generator sends by this schedule;
     observed send times on a loaded machine are no test of it)."""
-    from auditor.generate.openai_server import arrival_offsets
+    from auditor.generate.scheduler import arrival_offsets
 
     planned = arrival_offsets(8, 50.0, 0)
     assert planned == arrival_offsets(8, 50.0, 0) and planned != arrival_offsets(8, 50.0, 1)
