@@ -89,12 +89,17 @@ def run_audit(
     embed: Callable[[list[str]], Any] | None = None,
     generator_factory: Callable[..., Any] | None = None,
     calibration: Calibration | None = None,
+    sources: str = "auto",
 ) -> AuditOutcome:
     """Run every pipeline into OUT/<name>/, check each, write OUT/report.html (see module doc).
+
+    `sources` (`--sources`) says what claims are checked against; the audit's index is the
+    trusted knowledge base.
 
     With a calibration, the judge decides at the calibration's threshold (its sensitivity and
     specificity were measured there) and the summaries carry corrected rates.
     """
+    from auditor.verify.answers import choose_sources
     from auditor.verify.check import check_run, items_from_run
 
     if calibration is not None:
@@ -118,9 +123,15 @@ def run_audit(
             generator_factory=generator_factory,
         )
 
+    targets = []
+    for run_dir in run_dirs:
+        items = items_from_run(run_dir)
+        choose_sources(items, run_dir, sources, index_dir)
+        targets.append((run_dir, items))
     check_run(
-        [(run_dir, items_from_run(run_dir)) for run_dir in run_dirs],
+        targets,
         judge_config,
+        kb_index=index_dir,
         judge_factory=judge_factory,
         embed=embed,
         on_stage=on_stage,

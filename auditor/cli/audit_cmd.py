@@ -19,6 +19,7 @@ from auditor.cli.report_cmd import (
 from auditor.cli.run_cmd import _RunProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.store import ENGINE_LOG
+from auditor.verify.answers import SOURCE_CHOICES
 
 __all__ = ["audit"]
 
@@ -50,6 +51,15 @@ __all__ = ["audit"]
     help="Override a judge config key, e.g. --judge-set 'metrics=[\"faithfulness\"]'.",
 )
 @click.option("--limit", type=click.IntRange(1), help="Only the first N questions.")
+@click.option(
+    "--sources",
+    type=click.Choice(SOURCE_CHOICES),
+    default="auto",
+    show_default=True,
+    help="Check claims against the chunks each pipeline used, the knowledge base (--index, "
+    "retrieved per claim), or both. auto: both for a service that retrieves itself (kb when "
+    "it returns no contexts), returned for the auditor's own pipelines.",
+)
 @gate_option
 @history_option
 @calibration_option
@@ -62,6 +72,7 @@ def audit(
     judge_path: Path | None,
     judge_set: tuple[str, ...],
     limit: int | None,
+    sources: str,
     gate_texts: tuple[str, ...],
     history_path: Path | None,
     calibration_dir: Path | None,
@@ -103,5 +114,6 @@ def audit(
             on_check_batch=display.advance,
             on_check_calls=display.step,
             calibration=calibration,
+            sources=sources,
         )
     echo_outcome(outcome)

@@ -14,6 +14,7 @@ from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.errors import AuditorError
 from auditor.store import ENGINE_LOG
+from auditor.verify.answers import SOURCE_CHOICES
 
 if TYPE_CHECKING:
     from auditor.verify.check import CheckSummary
@@ -32,6 +33,21 @@ __all__ = ["check"]
 @click.option(
     "--out", "out_dir", type=click.Path(path_type=Path), help="Where --answers writes its run dir."
 )
+@click.option(
+    "--index",
+    "kb_index",
+    type=click.Path(path_type=Path),
+    help="The trusted knowledge base (an index dir) that claims are looked up in.",
+)
+@click.option(
+    "--sources",
+    type=click.Choice(SOURCE_CHOICES),
+    default="auto",
+    show_default=True,
+    help="Check claims against the chunks the pipeline returned, the knowledge base "
+    "(--index, retrieved per claim), or both. auto: both for a service that retrieves itself "
+    "(kb when it returns no contexts), returned otherwise.",
+)
 @judge_options
 @click.option("--limit", type=click.IntRange(1), help="Only the first N answers.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
@@ -40,6 +56,8 @@ def check(
     run_dir: Path | None,
     answers_path: Path | None,
     out_dir: Path | None,
+    kb_index: Path | None,
+    sources: str,
     judge_path: Path | None,
     set_items: tuple[str, ...],
     limit: int | None,
@@ -53,6 +71,7 @@ def check(
     Re-running resumes.
     """
     from auditor.config import load_judge, parse_set_option
+    from auditor.verify.answers import choose_sources
     from auditor.verify.check import check_run, import_answers, items_from_run
 
     if (run_dir is None) == (answers_path is None):
@@ -70,6 +89,11 @@ def check(
         target = run_dir
     if limit is not None:
         items = items[:limit]
+    if kb_index is not None:
+        from auditor.ingest.manifest import read_manifest
+
+        read_manifest(kb_index)  # BadInput naming the dir when it is no index
+    choose_sources(items, target, sources, kb_index)
     with engine_output_to(target / ENGINE_LOG), StderrProgress(enabled=not quiet) as display:
         (summary,) = check_run(
             [(target, items)],
@@ -78,6 +102,7 @@ def check(
             on_check_start=lambda name, total: display.bar("checking answers", total),
             on_batch=display.advance,
             on_calls=display.step,
+            kb_index=kb_index,
         )
     if as_json:
         click.echo(

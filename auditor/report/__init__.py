@@ -161,7 +161,15 @@ def _question_views(run: RunArtifacts, index: int) -> dict[str, dict[str, Any]]:
     views = {}
     for record in run.records:
         check = checks.get(record["id"])
-        chunks = {c["chunk_id"]: c for c in record.get("retrieved", [])}
+        # where a chunk came from, said beside it: the pipeline's own retrieval, or the trusted
+        # knowledge base the auditor searched for the claim (--sources kb / both)
+        returned_by = "the service" if record.get("retrieval") == "target" else "the pipeline"
+        chunks = {
+            c["chunk_id"]: c | {"origin": f"returned by {returned_by}"}
+            for c in record.get("retrieved", [])
+        }
+        for c in (check or {}).get("kb_chunks", []):
+            chunks.setdefault(c["chunk_id"], c | {"origin": "knowledge base"})
         claims = check["claims"] if check else []
         precision = {
             v["chunk_id"]: v for v in (check or {}).get("context_verdicts", []) if "chunk_id" in v
@@ -189,6 +197,7 @@ def _question_views(run: RunArtifacts, index: int) -> dict[str, dict[str, Any]]:
                 chunk | {"precision": precision.get(chunk["chunk_id"])}
                 for chunk in record.get("retrieved", [])
             ],
+            "contexts_returned": record.get("contexts_returned", True),
             "checked": check is not None,
             "outcome": (check or {}).get("outcome", "not checked"),
             "hallucinated": (check or {}).get("hallucinated"),

@@ -127,6 +127,9 @@ class Claim:
     supporting_chunks: list[str] = field(default_factory=list)
     contradicting_chunks: list[str] = field(default_factory=list)
     checked_chunks: list[str] = field(default_factory=list)
+    # where each checked chunk came from: "returned" (by the pipeline) or "kb" (retrieved by
+    # the auditor from the trusted knowledge base for this claim)
+    chunk_sources: dict[str, str] = field(default_factory=dict)
     # per checked chunk: the judge's label probabilities, the label it wrote, vetoed figures
     judgements: list[dict[str, Any]] = field(default_factory=list)
     # the focused second question (judge quote_check): the quote and the judge's word on it

@@ -47,6 +47,7 @@ from auditor.verify.faithfulness import (
     entailment_calls,
     quote_call,
 )
+from auditor.verify.kb import KnowledgeBase, attach_kb_chunks
 from auditor.verify.metrics import METRIC_FIELDS, Planned, metrics_for
 from auditor.versions import package_versions
 
@@ -210,6 +211,7 @@ def check_items(
     *,
     on_batch: Callable[[int], None] | None = None,
     on_calls: OnStageCalls | None = None,
+    kb: KnowledgeBase | None = None,
 ) -> CheckSummary:
     """Check every item not yet in `out_dir/checks.jsonl`; append results batch by batch."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -219,8 +221,11 @@ def check_items(
     manifest: dict[str, Any] = {
         "schema_version": CHECK_SCHEMA_VERSION,
         "judge": {"config": config.model_dump(mode="json"), "sha256": config_sha256(config)},
+        "sources": sorted({item.sources for item in items}),
         "started_at": utc_now(),
     }
+    if kb is not None and any(item.sources != "returned" for item in items):
+        manifest["kb"] = kb.identity()
     if manifest_path.exists():
         previous = json.loads(manifest_path.read_text(encoding="utf-8"))
         if done and not _same_judge(previous.get("judge", {}), manifest["judge"]):
@@ -228,6 +233,8 @@ def check_items(
                 f"{manifest_path}: checks here were made by another judge configuration; "
                 f"remove {out_dir / CHECKS} to re-judge, or check into another dir"
             )
+        if done:
+            _refuse_other_sources(out_dir, items)
         manifest["started_at"] = previous.get("started_at", manifest["started_at"])
     manifest["judge"]["identity"] = judge.identity()
     manifest["judge"]["verdict_logic"] = VERDICT_LOGIC
@@ -240,7 +247,7 @@ def check_items(
     with RecordWriter(out_dir, CHECKS) as writer:
         for start in range(0, len(todo), size):
             batch = todo[start : start + size]
-            for row in _check_batch(batch, config, judge, embed, on_calls):
+            for row in _check_batch(batch, config, judge, embed, on_calls, kb):
                 writer.write(row)
                 _count(summary, row)
             if on_batch:
@@ -263,12 +270,15 @@ def check_run(
     on_check_start: Callable[[str, int], None] = lambda name, total: None,
     on_batch: Callable[[int], None] | None = None,
     on_calls: OnStageCalls | None = None,
+    kb_index: Path | None = None,
 ) -> list[CheckSummary]:
     """Check the answers of several dirs with one embedder and one judge (`check` and `audit`).
 
     The embedder and the judge engine start only when some dir has answers left to check,
     and the engine is freed at the end, whatever happens. One summary per target, in order.
     """
+    for out_dir, items in targets:
+        _refuse_other_sources(out_dir, items)
     pending = [(d, items) for d, items in targets if {i.id for i in items} - _checked_ids(d)]
     summaries: dict[Path, CheckSummary] = {}
     if pending:
@@ -282,13 +292,24 @@ def check_run(
             from auditor.verify.judges import make_judge
 
             judge_factory = make_judge
+        kb = None
+        if kb_index is not None and any(i.sources != "returned" for _, its in pending for i in its):
+            on_stage(f"opening the knowledge base {kb_index}")
+            kb = KnowledgeBase(kb_index)
         on_stage(f"starting judge {config.name}")
         judge = judge_factory(config)
         try:
             for out_dir, items in pending:
                 on_check_start(out_dir.name, len(items))
                 summaries[out_dir] = check_items(
-                    items, out_dir, config, judge, embed, on_batch=on_batch, on_calls=on_calls
+                    items,
+                    out_dir,
+                    config,
+                    judge,
+                    embed,
+                    on_batch=on_batch,
+                    on_calls=on_calls,
+                    kb=kb,
                 )
         finally:
             judge.close()
@@ -300,6 +321,21 @@ def check_run(
                 if row["id"] in wanted:
                     _count(summary, row)
     return [summaries[out_dir] for out_dir, _ in targets]
+
+
+def _refuse_other_sources(out_dir: Path, items: list[AnswerItem]) -> None:
+    """Stored checks made against other sources are not this check's: refuse to reuse them."""
+    manifest_path = out_dir / CHECK_MANIFEST
+    if not manifest_path.exists() or not _checked_ids(out_dir):
+        return
+    previous = json.loads(manifest_path.read_text(encoding="utf-8")).get("sources", ["returned"])
+    wanted = sorted({item.sources for item in items})
+    if previous != wanted:
+        raise BadInput(
+            f"{manifest_path}: checks here were made against sources {'/'.join(previous)}, "
+            f"not {'/'.join(wanted)}; remove {out_dir / CHECKS} to re-check, or check into "
+            "another dir"
+        )
 
 
 def _checked_ids(out_dir: Path) -> set[str]:
@@ -327,6 +363,7 @@ def _check_batch(
     judge: Judge,
     embed: Callable[[list[str]], Any],
     on_calls: OnStageCalls | None = None,
+    kb: KnowledgeBase | None = None,
 ) -> list[dict[str, Any]]:
     usage = {item.id: JudgeUsage() for item in batch}
     asker = _Asker(judge, config.retries, usage, on_calls)
@@ -336,7 +373,12 @@ def _check_batch(
         item.id: (
             "generation_error"
             if item.error
-            else answer_outcome(item.answer, [t for _, t in item.chunks], config.max_answer_chars)
+            else answer_outcome(
+                item.answer,
+                # claims checked against the knowledge base only need no returned context
+                [t for _, t in item.chunks] or (["kb"] if item.sources == "kb" else []),
+                config.max_answer_chars,
+            )
         )
         for item in batch
     }
@@ -371,11 +413,17 @@ def _check_batch(
                 claim.text = refusal_claim(claim.text, item.question)
         for metric in metrics:
             second_calls.extend(metric.plan_after_claims(item, [c.text for c in found], first))
-        if found and not item.chunks:
+        looks_up_kb = item.sources != "returned" and kb is not None
+        if found and not item.chunks and not looks_up_kb:
             for claim in found:
                 claim.verdict, claim.reason = "unsupported", "no retrieved context to support it"
         elif found:
-            entailment, checks[item.id] = entailment_calls(item, found, config, embed)
+            kb_for_claim = (
+                attach_kb_chunks(item, found, kb, config.chunks_per_claim)
+                if looks_up_kb and kb is not None
+                else None
+            )
+            entailment, checks[item.id] = entailment_calls(item, found, config, embed, kb_for_claim)
             second_calls.extend((call, None) for call in entailment)
     replies = first | asker.ask(second_calls, f"stage 2/{stages}: claim-chunk labels")
 
@@ -408,11 +456,17 @@ def _check_batch(
         fields: dict[str, Any] = dict(METRIC_FIELDS)
         for metric in metrics:
             fields |= metric.score(item, replies, failures[item.id], embed)
-        rows.append(
-            _row(
-                item, outcomes[item.id], claims[item.id], fields, usage[item.id], failures[item.id]
-            )
+        row = _row(
+            item, outcomes[item.id], claims[item.id], fields, usage[item.id], failures[item.id]
         )
+        row["sources"] = item.sources
+        if item.kb_chunks:
+            meta = kb.meta if kb is not None else {}
+            row["kb_chunks"] = [
+                {"chunk_id": chunk_id, **meta.get(chunk_id, {}), "text": text}
+                for chunk_id, text in item.kb_chunks
+            ]
+        rows.append(row)
     return rows
 
 

@@ -57,14 +57,31 @@ def claims_call(item: AnswerItem, config: JudgeConfig) -> tuple[JudgeCall, type[
 
 
 def entailment_calls(
-    item: AnswerItem, claims: list[Claim], config: JudgeConfig, embed: Embed
+    item: AnswerItem,
+    claims: list[Claim],
+    config: JudgeConfig,
+    embed: Embed,
+    kb_for_claim: list[list[int]] | None = None,
 ) -> tuple[list[JudgeCall], ClaimChecks]:
     """One label call per claim and each of its likeliest source chunks (chunk order, so calls
-    on one chunk share the prompt prefix)."""
-    chunk_texts = [text for _, text in item.chunks]
-    ranked = rank_chunks(
-        embed, [c.text for c in claims], chunk_texts, item.question, config.chunks_per_claim
-    )
+    on one chunk share the prompt prefix).
+
+    The candidates follow `item.sources`: the returned chunks most similar to the claim, the
+    knowledge-base chunks retrieved for it (`kb_for_claim`: indices into `item.pool`), or both.
+    """
+    chunk_texts = [text for _, text in item.pool]
+    returned = [text for _, text in item.chunks] if item.sources != "kb" else []
+    if returned:
+        ranked = rank_chunks(
+            embed, [c.text for c in claims], returned, item.question, config.chunks_per_claim
+        )
+    else:
+        ranked = [[] for _ in claims]
+    if kb_for_claim is not None:
+        ranked = [
+            top + [k for k in kb if k not in top]
+            for top, kb in zip(ranked, kb_for_claim, strict=True)
+        ]
     calls: list[JudgeCall] = []
     checks: ClaimChecks = {}
     for index, (claim, chunk_indices) in enumerate(zip(claims, ranked, strict=True)):
@@ -145,15 +162,18 @@ def decide(
 ) -> None:
     """The claim's verdict, probability, sources and evidence from its chunk judgements."""
     judgements = []
+    pool = item.pool
     for key, chunk_index in pairs:
-        chunk_id, text = item.chunks[chunk_index]
+        chunk_id, text = pool[chunk_index]
         reply = replies.get(key)
         if reply is None:
             failures.append(f"entailment {chunk_id}: no valid judge output after retries")
             continue
         probabilities, written = label_probabilities(reply.top_logprobs, reply.text)
         judgements.append(_guarded(claim, item, chunk_id, text, probabilities, written))
-    claim.checked_chunks = [item.chunks[i][0] for _, i in pairs]
+    claim.checked_chunks = [pool[i][0] for _, i in pairs]
+    returned = len(item.chunks)
+    claim.chunk_sources = {pool[i][0]: "returned" if i < returned else "kb" for _, i in pairs}
     _settle(claim, item, judgements, config, embed)
 
 
@@ -161,7 +181,7 @@ def redecide(claim: Claim, item: AnswerItem, config: JudgeConfig) -> None:
     """Decide a stored claim again from its chunk judgements with today's figure guards and
     decision rule, judging nothing (the benches measure a change of rule this way; valid while
     the prompts are unchanged). The evidence sentence is kept."""
-    chunks = dict(item.chunks)
+    chunks = dict(item.pool)
     judgements = [
         _guarded(claim, item, j["chunk"], chunks[j["chunk"]], j["probabilities"], j["written"])
         for j in claim.judgements
@@ -203,7 +223,7 @@ def _settle(
     claim.supporting_chunks, claim.contradicting_chunks = supporting, contradicting
     deciding = supporting or contradicting
     if deciding and embed is not None:
-        text = dict(item.chunks)[deciding[0]]
+        text = dict(item.pool)[deciding[0]]
         claim.evidence = _closest_sentence(claim.text, text, embed)
     claim.reason = _reason(claim, judgements)
 
@@ -256,8 +276,9 @@ def quote_call(
     if not usable:
         return None
     best = max(usable, key=lambda j: j["probabilities"]["true"])
-    chunk_index = [chunk_id for chunk_id, _ in item.chunks].index(best["chunk"])
-    quote = _closest_sentences(claim.text, item.chunks[chunk_index][1], embed, 2)
+    pool = item.pool
+    chunk_index = [chunk_id for chunk_id, _ in pool].index(best["chunk"])
+    quote = _closest_sentences(claim.text, pool[chunk_index][1], embed, 2)
     key = CallKey("quote", item.id, (index, chunk_index))
     prompt = entailment_prompt(quote, claim.text, "fact")
     return JudgeCall(key, prompt, None, 1, logprobs=20), quote, best["chunk"]
