@@ -284,7 +284,10 @@ class HttpGeneratorConfig(_Model):
             try:
                 jmespath.compile(expression)
             except JMESPathError as exc:
-                raise ValueError(f"{name}: not a JMESPath expression ({exc})") from None
+                reason = " ".join(str(exc).split("\n")[0].split())
+                raise ValueError(
+                    f"{name}: not a JMESPath expression ({reason}): {expression!r}"
+                ) from None
         if self.stream != "none" and not self.stream_token:
             raise ValueError(f"stream = {self.stream!r} needs stream_token (where each piece is)")
         return self
@@ -512,8 +515,11 @@ def format_validation_error(source: str, error: ValidationError) -> str:
             msg = "unknown key (check the spelling; `auditor config show` lists valid keys)"
         elif err["type"] == "union_tag_invalid":
             msg = f"unknown kind; valid kinds: {err['ctx']['expected_tags']}"
+        elif err["type"] == "value_error":  # our validators' own words, one line
+            msg = " ".join(str(err["msg"]).removeprefix("Value error, ").split())
         else:
             msg = err["msg"]
+        # a discriminated union puts the kind in the path ("generator.http.answer")
         lines.append(f"{source}: {loc or '(top level)'}: {msg}")
     return "\n".join(lines)
 

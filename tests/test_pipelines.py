@@ -41,3 +41,18 @@ def test_production_server_example_needs_its_api_key_variable(
     monkeypatch.delenv("VLLM_API_KEY", raising=False)
     with pytest.raises(BadInput, match="VLLM_API_KEY"):
         OpenAIServerGenerator.from_config(config.generator)
+
+
+def test_http_service_example_validates_and_needs_its_secret_header(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The black-box service example streams SSE, maps contexts, and reads its secret from env."""
+    from auditor.config import HttpGeneratorConfig
+    from auditor.generate.http_target import HttpTargetGenerator
+
+    config = load_pipeline(PIPELINES / "our-service-http.toml")
+    assert isinstance(config.generator, HttpGeneratorConfig)
+    assert config.generator.stream == "sse" and config.generator.contexts == "sources"
+    monkeypatch.delenv("RAG_SERVICE_AUTH", raising=False)
+    with pytest.raises(BadInput, match="RAG_SERVICE_AUTH is not set"):
+        HttpTargetGenerator.from_config(config.generator)
