@@ -293,8 +293,49 @@ class HttpGeneratorConfig(_Model):
         return self
 
 
+class PythonGeneratorConfig(_Model):
+    """An in-house pipeline called in process: a callable or a LlamaIndex query engine."""
+
+    kind: Literal["python"] = Field(description="A Python RAG pipeline, called in process.")
+    target: str = Field(
+        description="`module:attribute`: a callable (question -> answer text, or a dict with "
+        "answer / contexts / output_tokens, or a LlamaIndex response) or an object with "
+        "`.query(question)` (a LlamaIndex query engine: contexts from its source_nodes)."
+    )
+    path: str | None = Field(
+        None, description="A folder put first on sys.path to import the module from."
+    )
+    factory: bool = Field(
+        False,
+        description="The attribute builds the target: it is called once, with `factory_args`, "
+        "and what it returns is called (or queried) per question.",
+    )
+    factory_args: dict[str, Any] = Field(
+        default_factory=dict, description="Keyword arguments for the factory."
+    )
+    concurrency: int = Field(
+        1,
+        ge=1,
+        le=256,
+        description="Questions in flight at once (threads); 1 for pipelines "
+        "that are not thread-safe.",
+    )
+    sampling: SamplingConfig = Field(
+        default_factory=SamplingConfig,
+        description="Not applied: the pipeline decodes as it is built (recorded for the run).",
+    )
+
+    @model_validator(mode="after")
+    def _valid_target(self) -> PythonGeneratorConfig:
+        module, _, attribute = self.target.partition(":")
+        if not module or not attribute:
+            raise ValueError(f"target: {self.target!r} is not module:attribute")
+        return self
+
+
 GeneratorConfig = Annotated[
-    VLLMGeneratorConfig | OpenAIGeneratorConfig | HttpGeneratorConfig, Field(discriminator="kind")
+    VLLMGeneratorConfig | OpenAIGeneratorConfig | HttpGeneratorConfig | PythonGeneratorConfig,
+    Field(discriminator="kind"),
 ]
 
 # A judge is a model the auditor prompts: in-process vLLM or an OpenAI-compatible server.
@@ -303,7 +344,7 @@ JudgeGeneratorConfig = Annotated[
 ]
 
 # Targets that retrieve for themselves: the auditor sends the bare question.
-SELF_RETRIEVING = {"http"}
+SELF_RETRIEVING = {"http", "python"}
 
 DEFAULT_SYSTEM_PROMPT = (
     "You answer questions using only the numbered passages given to you. Cite the passages "

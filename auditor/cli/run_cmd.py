@@ -76,6 +76,8 @@ def format_summary(name: str, summary: RunSummary) -> str:
         load = f"server, concurrency {regime.get('concurrency')}" + (
             f", {rate:g} req/s" if rate else ""
         )
+    elif regime.get("mode") == "in-process":
+        load = f"in-process pipeline, concurrency {regime.get('concurrency')}"
     elif regime:
         load = f"offline batch of {regime.get('batch_size')}"
     else:

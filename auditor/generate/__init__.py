@@ -26,6 +26,7 @@ BACKENDS: dict[str, str] = {
     "vllm": "auditor.generate.vllm_offline:VLLMGenerator",
     "openai": "auditor.generate.openai_server:OpenAIServerGenerator",
     "http": "auditor.generate.http_target:HttpTargetGenerator",
+    "python": "auditor.generate.python_target:PythonTargetGenerator",
 }
 
 
