@@ -29,8 +29,8 @@ demo: setup
 	  $(DEMO_JUDGE) $(DEMO_GATES)
 
 lint: setup
-	$(BIN)/ruff check auditor tests bench scripts
-	$(BIN)/ruff format --check auditor tests bench scripts
+	$(BIN)/ruff check auditor tests bench scripts pipelines
+	$(BIN)/ruff format --check auditor tests bench scripts pipelines
 	$(BIN)/mypy auditor
 
 test: lint browser

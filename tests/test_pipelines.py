@@ -56,3 +56,22 @@ def test_http_service_example_validates_and_needs_its_secret_header(
     monkeypatch.delenv("RAG_SERVICE_AUTH", raising=False)
     with pytest.raises(BadInput, match="RAG_SERVICE_AUTH is not set"):
         HttpTargetGenerator.from_config(config.generator)
+
+
+def test_llamaindex_example_names_an_importable_factory() -> None:
+    """The in-process LlamaIndex example validates, and its module imports (building it starts
+    an engine: the end-to-end test does that)."""
+    import importlib
+    import sys
+
+    from auditor.config import PythonGeneratorConfig
+
+    config = load_pipeline(PIPELINES / "llamaindex-kestrel.toml")
+    assert isinstance(config.generator, PythonGeneratorConfig) and config.generator.factory
+    module_name, _, attribute = config.generator.target.partition(":")
+    sys.path.insert(0, str(REPO / (config.generator.path or "")))
+    try:
+        module = importlib.import_module(module_name)
+    finally:
+        sys.path.pop(0)
+    assert callable(getattr(module, attribute))

@@ -6,17 +6,8 @@ publishes Prometheus histograms. The two must tell the same story.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
-import httpx
 import pytest
 
 from auditor.config import OpenAIGeneratorConfig
@@ -26,11 +17,10 @@ from auditor.generate.openai_server import (
     histogram_sum_count,
     scrape_prometheus,
 )
+from tests.e2e.servers import MODEL_NAME
 
 pytestmark = pytest.mark.e2e
 
-MODEL_NAME = "smollm2"
-START_TIMEOUT_S = 240
 # vLLM 0.32 names, read off a live /metrics (v1 engine): per-request histograms
 TTFT_METRIC = "vllm:time_to_first_token_seconds"
 TPOT_METRIC = "vllm:request_time_per_output_token_seconds"
@@ -45,76 +35,6 @@ QUESTIONS = (
     "What does a compiler do?",
     "Name a planet with rings.",
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _tail(log: Path, lines: int = 40) -> str:
-    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
-@pytest.fixture(scope="module")
-def vllm_server(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real `vllm serve` on a free port; yields its /v1 URL and stops it at teardown."""
-    tmp = tmp_path_factory.mktemp("vllm-serve")
-    port = _free_port()
-    log = tmp / "server.log"
-    env = {
-        **os.environ,
-        "VLLM_CPU_KVCACHE_SPACE": "1",
-        "HF_HUB_OFFLINE": "1",
-        "VLLM_NO_USAGE_STATS": "1",
-        "VLLM_TARGET_DEVICE": "cpu",
-        "VLLM_CACHE_ROOT": str(tmp / "vllm-cache"),
-    }
-    # `python -m ...api_server`: the `vllm` console command fails with vllm-cpu (notes)
-    cmd = [
-        sys.executable, "-m", "vllm.entrypoints.openai.api_server",
-        "--model", str(smollm2_dir), "--served-model-name", MODEL_NAME,
-        "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "2048",
-        "--enforce-eager", "--dtype", "bfloat16", "--seed", "0",
-    ]  # fmt: skip
-    with log.open("wb") as out:
-        # own process group: the engine core runs in a child process that must go too
-        proc = subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        started = time.monotonic()
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"vllm serve exited with {proc.returncode}:\n{_tail(log)}")
-            try:
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() - started > START_TIMEOUT_S:
-                pytest.fail(f"vllm serve not healthy after {START_TIMEOUT_S} s:\n{_tail(log)}")
-            time.sleep(1)
-        print(f"\nvllm serve healthy after {time.monotonic() - started:.1f} s (log: {log})")
-        yield f"{base}/v1"
-    finally:
-        _stop(proc)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the API server (it stops its engine), then SIGKILL whatever is left."""
-    if proc.poll() is None:
-        # not the whole group: an engine core killed under the API server logs EngineDeadError
-        proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=30)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)  # stragglers in the group (engine core)
-    proc.wait(timeout=10)
 
 
 def _generate(url: str, questions: tuple[str, ...], concurrency: int) -> list[GenResult]:
