@@ -300,3 +300,56 @@ def test_corrected_figures_regress_only_against_a_baseline_of_the_same_calibrati
     assert [r.metric for r in found] == ["hallucination_rate_corrected"]
     assert regressions(summary(0.30, "a"), row(summary(0.10, "b"))) == []
     assert regressions(summary(0.12, "a"), row(summary(0.10, "a"))) == []  # inside the interval
+
+
+def test_an_audit_mixes_a_deployed_service_with_a_model_it_serves(
+    corpus: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A team's http service (no contexts returned) next to a candidate on the auditor's own
+    engine: same questions, one report; the service's claims checked on the knowledge base."""
+    from auditor.generate import make_generator
+    from tests.generate.fake_rag import FakeRag
+
+    index, questions = corpus
+    service = FakeRag().start()
+    try:
+        http = PipelineConfig.model_validate(
+            {
+                "name": "our-service",
+                "ingest": {"embedder": {"model": "fake-words"}},
+                "generator": {
+                    "kind": "http",
+                    "endpoints": [f"{service.base}/ask"],
+                    "body": {"query": "{question}"},
+                    "answer": "data.answer",
+                },
+            }
+        )
+        candidate = FakeGenerator().enqueue(*GOOD)
+
+        def factory(cfg: Any, **kwargs: Any) -> Any:
+            return candidate if cfg.kind == "vllm" else make_generator(cfg)
+
+        outcome = run_audit(
+            [http, _pipeline("candidate")],
+            questions,
+            index,
+            tmp_path / "audit",
+            JudgeConfig(metrics=["faithfulness", "context_precision"]),
+            judge_factory=lambda config: FakeJudge(),
+            embed=FakeEmbedder().embed,
+            generator_factory=factory,
+        )
+    finally:
+        service.stop()
+    assert [run.name for run in outcome.runs] == ["our-service", "candidate"]
+    service_checks = [
+        json.loads(line)
+        for line in (tmp_path / "audit" / "our-service" / "checks.jsonl").read_text().splitlines()
+    ]
+    assert {row["sources"] for row in service_checks} == {"kb"}
+    candidate_checks = (tmp_path / "audit" / "candidate" / "checks.jsonl").read_text()
+    assert '"sources": "returned"' in candidate_checks
+    html = outcome.report_path.read_text()
+    assert "our-service" in html and "candidate" in html
+    assert "server, concurrency 8" in html and "offline batch" in html

@@ -54,21 +54,25 @@ def fill_template(value: Any, question: str, request_id: str) -> Any:
     return value
 
 
+def _compiled(expression: str | None) -> Any:
+    return None if expression is None else jmespath.compile(expression)
+
+
 def read_contexts(found: Any, cfg: HttpGeneratorConfig) -> list[dict[str, Any]]:
     """The service's contexts as retrieved-chunk records: strings, or objects read with the
     context_* expressions. Entries without text are skipped."""
     if found is None:
         return []
     items = found if isinstance(found, list) else [found]
+    paths = [_compiled(e) for e in (cfg.context_id, cfg.context_source, cfg.context_score)]
+    text_path = jmespath.compile(cfg.context_text)
     contexts: list[dict[str, Any]] = []
     for number, item in enumerate(items, 1):
         if isinstance(item, str):
             text, chunk_id, source, score = item, None, None, None
         else:
-            text = jmespath.search(cfg.context_text, item)
-            chunk_id = jmespath.search(cfg.context_id, item) if cfg.context_id else None
-            source = jmespath.search(cfg.context_source, item) if cfg.context_source else None
-            score = jmespath.search(cfg.context_score, item) if cfg.context_score else None
+            text = text_path.search(item)
+            chunk_id, source, score = (None if p is None else p.search(item) for p in paths)
         if not isinstance(text, str) or not text.strip():
             continue
         contexts.append(
