@@ -288,6 +288,8 @@ class HttpGeneratorConfig(_Model):
                 raise ValueError(
                     f"{name}: not a JMESPath expression ({reason}): {expression!r}"
                 ) from None
+        if self.method == "GET" and any(isinstance(v, dict | list) for v in self.body.values()):
+            raise ValueError("method GET sends body as query parameters: use flat values")
         if self.stream != "none" and not self.stream_token:
             raise ValueError(f"stream = {self.stream!r} needs stream_token (where each piece is)")
         return self

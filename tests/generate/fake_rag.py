@@ -68,6 +68,15 @@ def _make_handler(state: FakeRag) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
+        def do_GET(self) -> None:  # the question as a query parameter
+            from urllib.parse import parse_qs, urlsplit
+
+            query = parse_qs(urlsplit(self.path).query)
+            with state.lock:
+                state.bodies.append({k: v[0] for k, v in query.items()})
+            answer = {"data": {"answer": ANSWER, "sources": SOURCES}, "usage": {"tokens": 7}}
+            self._json(200, answer)
+
         def do_POST(self) -> None:
             received = time.perf_counter()
             length = int(self.headers.get("Content-Length", "0"))

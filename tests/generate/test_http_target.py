@@ -196,6 +196,11 @@ def test_bad_mappings_are_refused_when_the_config_loads() -> None:
         HttpGeneratorConfig.model_validate(
             {"kind": "http", "endpoints": ["http://x/ask"], "answer": "data.[answer"}
         )
+    with pytest.raises(ValidationError, match="method GET sends body as query parameters"):
+        HttpGeneratorConfig.model_validate(
+            {"kind": "http", "endpoints": ["http://x/ask"], "answer": "a", "method": "GET",
+             "body": {"q": "{question}", "opts": {"k": 3}}}
+        )  # fmt: skip
     with pytest.raises(ValidationError, match="needs stream_token"):
         HttpGeneratorConfig.model_validate(
             {"kind": "http", "endpoints": ["http://x/ask"], "answer": "a", "stream": "sse"}
@@ -210,3 +215,10 @@ def test_fill_template_reaches_nested_values_and_leaves_others() -> None:
         "list": ["why?!", True],
         "meta": {"id": "q7"},
     }
+
+
+def test_get_sends_the_question_as_query_parameters(fake: FakeRag) -> None:
+    config = _config(fake, method="GET", body={"query": "{question}", "k": 3})
+    (result,) = _run(config, "what & why?")
+    assert result.error is None and result.text == ANSWER
+    assert fake.bodies[0] == {"query": "what & why?", "k": "3"}
