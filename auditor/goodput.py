@@ -329,6 +329,8 @@ def summarize(
         "run_id": manifest.get("run_id"),
         "kind": manifest.get("kind", "run"),
         "throughput_measured": measured,
+        # False: a target that returns no contexts (context precision is not measurable)
+        "contexts_returned": any(r.get("contexts_returned", True) for r in records),
         "load_regime": manifest.get("load_regime", {}),
         "requests": len(rows),
         "errors": sum(not r.ok for r in rows),

@@ -353,3 +353,4 @@ def test_an_audit_mixes_a_deployed_service_with_a_model_it_serves(
     html = outcome.report_path.read_text()
     assert "our-service" in html and "candidate" in html
     assert "server, concurrency 8" in html and "offline batch" in html
+    assert "not measurable (no contexts returned)" in html
