@@ -279,6 +279,8 @@ def check_run(
     """
     for out_dir, items in targets:
         _refuse_other_sources(out_dir, items)
+        if kb_index is None and any(item.sources != "returned" for item in items):
+            raise BadInput(f"{out_dir}: checking against the knowledge base needs --index KB_DIR")
     pending = [(d, items) for d, items in targets if {i.id for i in items} - _checked_ids(d)]
     summaries: dict[Path, CheckSummary] = {}
     if pending:
