@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from auditor.cli.options import index_option, judge_option, questions_option
+from auditor.cli.options import index_option, judge_option, questions_option, sources_option
 from auditor.cli.progress import StderrProgress
 from auditor.cli.report_cmd import (
     _history_path,
@@ -19,7 +19,6 @@ from auditor.cli.report_cmd import (
 from auditor.cli.run_cmd import _RunProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.store import ENGINE_LOG
-from auditor.verify.answers import SOURCE_CHOICES
 
 __all__ = ["audit"]
 
@@ -51,15 +50,7 @@ __all__ = ["audit"]
     help="Override a judge config key, e.g. --judge-set 'metrics=[\"faithfulness\"]'.",
 )
 @click.option("--limit", type=click.IntRange(1), help="Only the first N questions.")
-@click.option(
-    "--sources",
-    type=click.Choice(SOURCE_CHOICES),
-    default="auto",
-    show_default=True,
-    help="Check claims against the chunks each pipeline used, the knowledge base (--index, "
-    "retrieved per claim), or both. auto: both for a service that retrieves itself (kb when "
-    "it returns no contexts), returned for the auditor's own pipelines.",
-)
+@sources_option
 @gate_option
 @history_option
 @calibration_option

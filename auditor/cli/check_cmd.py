@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from auditor.cli.options import judge_options
+from auditor.cli.options import judge_options, sources_option
 from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.errors import AuditorError
 from auditor.store import ENGINE_LOG
-from auditor.verify.answers import SOURCE_CHOICES
 
 if TYPE_CHECKING:
     from auditor.verify.check import CheckSummary
@@ -39,15 +38,7 @@ __all__ = ["check"]
     type=click.Path(path_type=Path),
     help="The trusted knowledge base (an index dir) that claims are looked up in.",
 )
-@click.option(
-    "--sources",
-    type=click.Choice(SOURCE_CHOICES),
-    default="auto",
-    show_default=True,
-    help="Check claims against the chunks the pipeline returned, the knowledge base "
-    "(--index, retrieved per claim), or both. auto: both for a service that retrieves itself "
-    "(kb when it returns no contexts), returned otherwise.",
-)
+@sources_option
 @judge_options
 @click.option("--limit", type=click.IntRange(1), help="Only the first N answers.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")

@@ -15,6 +15,7 @@ from auditor.config import (
     resolve_pipeline_path,
     validate_pipeline,
 )
+from auditor.verify.answers import SOURCE_CHOICES
 
 __all__ = [
     "index_option",
@@ -23,6 +24,7 @@ __all__ = [
     "pipeline_options",
     "questions_option",
     "resolve_config",
+    "sources_option",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,6 +61,15 @@ index_option = click.option(
     required=True,
     type=click.Path(path_type=Path),
     help="Index dir from `auditor ingest`.",
+)
+sources_option = click.option(
+    "--sources",
+    type=click.Choice(SOURCE_CHOICES),
+    default="auto",
+    show_default=True,
+    help="Check claims against the chunks the pipeline returned, the knowledge base "
+    "(--index, retrieved per claim), or both. auto: both for a target that retrieves itself "
+    "(kb when it returns no contexts), returned for the auditor's own pipelines.",
 )
 judge_option = click.option(
     "--judge",

@@ -171,14 +171,7 @@ class HttpTargetGenerator:
         self._probe()
         assert self._healthy is not None
         cfg = self.cfg
-        shape = LoadShape(
-            cfg.concurrency,
-            cfg.request_rate,
-            cfg.timeout_s,
-            cfg.max_retries,
-            cfg.retry_backoff_s,
-            cfg.sampling.seed,
-        )
+        shape = LoadShape.of(cfg)
         start = time.perf_counter()
         run_requests(
             shape,

@@ -238,14 +238,7 @@ class OpenAIServerGenerator:
         endpoints = list(self._healthy)
         start = time.perf_counter()
         cfg = self.cfg
-        shape = LoadShape(
-            cfg.concurrency,
-            cfg.request_rate,
-            cfg.timeout_s,
-            cfg.max_retries,
-            cfg.retry_backoff_s,
-            cfg.sampling.seed,
-        )
+        shape = LoadShape.of(cfg)
         run_requests(
             shape,
             endpoints,

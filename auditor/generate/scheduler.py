@@ -57,6 +57,18 @@ class LoadShape:
     retry_backoff_s: float
     seed: int | None
 
+    @classmethod
+    def of(cls, cfg: Any) -> LoadShape:
+        """The load settings of a served target's config (`openai` or `http`)."""
+        return cls(
+            cfg.concurrency,
+            cfg.request_rate,
+            cfg.timeout_s,
+            cfg.max_retries,
+            cfg.retry_backoff_s,
+            cfg.sampling.seed,
+        )
+
 
 def one_line(text: str, limit: int = ERROR_BODY_CHARS) -> str:
     return " ".join(text.split())[:limit]
