@@ -7,8 +7,11 @@ adopted by PID 1 and live on with gigabytes of memory, the worker ignoring SIGTE
 shared-memory segments in /dev/shm. No code in a killed process runs, so the cleanup is done
 by a small watcher started in its own session before the first engine: it keeps the list of
 the auditor's descendants and, once the auditor is gone, SIGKILLs them (checking each one's
-start time, so a reused PID is never hit) and removes the /dev/shm files that appeared while
-the auditor ran and that no live process holds open.
+start time, so a reused PID is never hit). While they live it also samples which /dev/shm
+files the auditor and its descendants hold (open file descriptors and memory maps, each file
+by name and inode), and at the end removes only those: a segment another program (a concurrent
+vLLM, a multiprocessing job) created during the run is never touched, even once it is closed.
+A file that existed before the watcher started, or that a live process still holds, is kept.
 
     python -m auditor.generate.reaper OWNER_PID   # what `watch_engines()` starts
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -69,26 +73,26 @@ def kill_engines() -> int:
 def _start_time(pid: int) -> str | None:
     """The process's start time in clock ticks (field 22 of /proc/PID/stat), None if gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return stat.rsplit(")", 1)[1].split()[19]
+    return stat_line.rsplit(")", 1)[1].split()[19]
 
 
-def _descendants(owner: int) -> dict[int, str]:
-    """{pid: start time} of every process below `owner`."""
+def _descendants(*roots: int) -> dict[int, str]:
+    """{pid: start time} of every process below any of `roots`."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            stat_line = (entry / "stat").read_text()
         except OSError:
             continue
-        fields = stat.rsplit(")", 1)[1].split()
+        fields = stat_line.rsplit(")", 1)[1].split()
         children.setdefault(int(fields[1]), []).append(int(entry.name))
     found: dict[int, str] = {}
-    todo = list(children.get(owner, []))
+    todo = [child for root in roots for child in children.get(root, [])]
     while todo:
         pid = todo.pop()
         started = _start_time(pid)
@@ -98,22 +102,45 @@ def _descendants(owner: int) -> dict[int, str]:
     return found
 
 
+def _shm_name(path: str) -> str | None:
+    """The file name of a /dev/shm path as /proc shows it; None for one outside /dev/shm, in a
+    subfolder, or already unlinked (nothing left to free under that name)."""
+    if not path.startswith(f"{SHM}/") or path.endswith(" (deleted)"):
+        return None
+    name = path[len(f"{SHM}/") :]
+    return name if name and "/" not in name else None
+
+
+def _held_shm(pid: int) -> set[tuple[str, int]]:
+    """(name, inode) of each /dev/shm file `pid` has open or mapped now; empty if it is gone.
+
+    vLLM's segments (multiprocessing.shared_memory) are mapped and their descriptors closed,
+    so the maps count as much as the descriptors do.
+    """
+    held: set[tuple[str, int]] = set()
+    with contextlib.suppress(OSError):
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                name = _shm_name(os.readlink(fd))
+                if name is not None:
+                    held.add((name, fd.stat().st_ino))  # stat follows to the open file itself
+            except OSError:
+                continue
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+            # address perms offset device inode path: the path may hold spaces
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and (name := _shm_name(fields[5])) is not None:
+                held.add((name, int(fields[4])))
+    return held
+
+
 def _open_shm_files() -> set[str]:
     """Names under /dev/shm that some live process has open or mapped."""
     held: set[str] = set()
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            for fd in (entry / "fd").iterdir():
-                target = os.readlink(fd)
-                if target.startswith("/dev/shm/"):
-                    held.add(target.split("/")[3].split(" ")[0])
-            for line in (entry / "maps").read_text().splitlines():
-                if "/dev/shm/" in line:
-                    held.add(line.split("/dev/shm/", 1)[1].split("/")[0].split(" ")[0])
-        except OSError:
-            continue
+        if entry.name.isdigit():
+            held.update(name for name, _ in _held_shm(int(entry.name)))
     return held
 
 
@@ -124,32 +151,63 @@ def _shm_names() -> set[str]:
         return set()
 
 
+def _sample(processes: dict[int, str], before: set[str]) -> set[tuple[str, int]]:
+    """The /dev/shm files new since `before` that `processes` ({pid: start time}) hold now."""
+    if not _shm_names() - before:
+        return set()  # the common case costs one listing, not a read of every map
+    seen: set[tuple[str, int]] = set()
+    for pid, started in processes.items():
+        held = _held_shm(pid)
+        if _start_time(pid) == started:  # not a new process that took a reused PID meanwhile
+            seen |= {(name, ino) for name, ino in held if name not in before}
+    return seen
+
+
+def _free(seen: set[tuple[str, int]]) -> list[str]:
+    """Unlink each file of `seen` still there as the same file (same inode), owned by this
+    user and held by no live process; returns the names removed."""
+    uid = os.getuid()
+    held = _open_shm_files()
+    freed: list[str] = []
+    for name, inode in sorted(seen):
+        if name in held:
+            continue
+        path = SHM / name
+        try:
+            info = path.lstat()
+            if stat.S_ISREG(info.st_mode) and info.st_uid == uid and info.st_ino == inode:
+                path.unlink()
+                freed.append(name)
+        except OSError:
+            continue
+    return freed
+
+
 def reap(owner: int, owner_started: str | None, before: set[str]) -> None:
     """Watch `owner`; when it is gone, kill its last known descendants and free the /dev/shm
-    files not in `before` that no live process holds."""
+    files not in `before` that the owner or those descendants were seen holding."""
+    if owner_started is None:
+        return
     known: dict[int, str] = {}
-    while _start_time(owner) == owner_started and owner_started is not None:
+    seen: set[tuple[str, int]] = set()
+    while _start_time(owner) == owner_started:
         known.update(_descendants(owner))
         known = {pid: t for pid, t in known.items() if _start_time(pid) == t}
+        seen |= _sample({owner: owner_started, **known}, before)
         time.sleep(POLL_S)
+    # the owner is gone: what its descendants started since the last poll, and what they hold
+    known.update(_descendants(*(pid for pid, t in known.items() if _start_time(pid) == t)))
+    known.pop(os.getpid(), None)
+    seen |= _sample(known, before)
     for pid, started in known.items():
-        if pid != os.getpid() and _start_time(pid) == started:
+        if _start_time(pid) == started:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and any(_start_time(p) == t for p, t in known.items()):
         time.sleep(0.1)
-    if not known:
-        return
-    uid = os.getuid()
-    held = _open_shm_files()
-    for name in _shm_names() - before - held:
-        path = SHM / name
-        try:
-            if path.is_file() and path.stat().st_uid == uid:
-                path.unlink()
-        except OSError:
-            pass
+    if seen:
+        _free(seen)
 
 
 if __name__ == "__main__":

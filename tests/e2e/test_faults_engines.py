@@ -12,7 +12,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,8 @@ def _alive(pid: int, started: str) -> bool:
 
 
 def _shm_held_by(pids: dict[int, str]) -> set[str]:
+    """The /dev/shm files the processes have open or mapped (vLLM maps its segments and
+    closes their descriptors)."""
     held = set()
     for pid in pids:
         try:
@@ -76,9 +79,13 @@ def _shm_held_by(pids: dict[int, str]) -> set[str]:
                 target = os.readlink(fd)
                 if target.startswith("/dev/shm/"):
                     held.add(target)
+            for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6 and fields[5].startswith("/dev/shm/"):
+                    held.add(fields[5])
         except OSError:
             continue
-    return held
+    return {path for path in held if not path.endswith(" (deleted)")}
 
 
 def _is_engine(pid: int) -> bool:
@@ -105,9 +112,15 @@ def _as_from_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _kill_mid_engine(command: list[str], env: dict[str, str], how: signal.Signals) -> None:
-    """Start `command`, send `how` once its engine runs, and assert that 10 s later none of its
-    processes is alive and the /dev/shm segments they held are gone."""
+def _kill_mid_engine(
+    command: list[str],
+    env: dict[str, str],
+    how: signal.Signals,
+    meanwhile: Callable[[], None] = lambda: None,
+) -> set[str]:
+    """Start `command`, call `meanwhile` and send `how` once its engine runs, and assert that
+    10 s later none of its processes is alive and the /dev/shm segments they held are gone;
+    returns those segments."""
     auditor = subprocess.Popen(
         command,
         cwd=REPO,
@@ -127,6 +140,7 @@ def _kill_mid_engine(command: list[str], env: dict[str, str], how: signal.Signal
             time.sleep(0.5)
         assert any(_is_engine(pid) for pid in processes), "no engine process ever started"
         time.sleep(3)  # mid-run: the engine is working
+        meanwhile()
         processes = _descendants(auditor.pid)
         segments = _shm_held_by(processes)
         auditor.send_signal(how)
@@ -139,6 +153,7 @@ def _kill_mid_engine(command: list[str], env: dict[str, str], how: signal.Signal
         assert not [s for s in segments if Path(s).exists()], "shared memory left behind"
     finally:
         auditor.kill()
+    return segments
 
 
 def _env(smollm2_dir: Path) -> dict[str, str]:
@@ -184,6 +199,26 @@ def test_a_killed_run_leaves_no_engine_and_resumes_exactly(
     assert len(ids) == len(set(ids)) == LIMIT, "lost or duplicated on resume"
     kept = {r["id"]: r["answer"] for r in before}
     assert all(r["answer"] == kept[r["id"]] for r in records if r["id"] in kept)
+
+
+def test_a_killed_run_frees_its_engines_shared_memory_and_no_other(
+    run_command: list[str], smollm2_dir: Path
+) -> None:
+    """kill -9 of a run while another program makes a /dev/shm file of its own and closes it:
+    the engine's segments are freed, the other program's file is kept."""
+    other = Path("/dev/shm") / f"auditor-e2e-other-{uuid.uuid4().hex}"
+
+    def another_program() -> None:
+        script = f"open({str(other)!r}, 'wb').write(b'y' * 4096)"
+        subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+        time.sleep(2)  # the watcher has polled while the file is there, closed and unheld
+
+    try:
+        segments = _kill_mid_engine(run_command, _env(smollm2_dir), signal.SIGKILL, another_program)
+        assert segments, "the engine held no /dev/shm segment: nothing here shows one is freed"
+        assert other.read_bytes() == b"y" * 4096, "another program's /dev/shm file was freed"
+    finally:
+        other.unlink(missing_ok=True)
 
 
 # a light judge: these tests are about processes, not verdicts (the 1.5B judge's engine is
