@@ -4,26 +4,34 @@ The labels file is the `check --answers` format plus `hallucinated` (true/false)
 `spans` of hallucinated text (`{"start": s, "end": e}` or `[s, e]`, character offsets in the
 answer; the shape of RAGTruth). The answers are checked like any others (resumable), then:
 
-- answer level: the decision threshold with the highest balanced accuracy (`best_threshold`),
-  and at it the judge's sensitivity and specificity with Wilson 95 % intervals, AUROC and the
-  ROC of the answer score;
-- claim level, where spans are given: a claim is hallucinated when its answer span overlaps a
-  labelled one; sensitivity and specificity of the claim verdicts at the same threshold.
+- the decision threshold: the one with the highest balanced accuracy on all the answers
+  (`best_threshold`); the judge runs at it wherever the calibration applies;
+- the judge's sensitivity and specificity, out-of-fold: the answers fall into 5 folds by
+  question (`source_id`, else the question text: answers to one question share a fold); each
+  fold is judged at the threshold the same rule chooses on the other folds, and the counts are
+  pooled. These are the figures a correction uses: at a threshold chosen on the same answers
+  they would be optimistic. Answer level (with Wilson 95 % intervals, AUROC and the ROC of the
+  answer score) and, where spans are given, claim level (a claim is hallucinated when its
+  answer span overlaps a labelled one);
+- for reference only, the same figures in-sample (at the threshold chosen on all answers).
 
-CAL_DIR/calibration.json records them with the judge's identity and config hash and the labels'
-hash and size: a calibration applies only to the judge that made it.
+CAL_DIR/calibration.json records them with the judge's identity, fingerprint and verdict
+settings, the labels' hash and size and their domain: a calibration applies only to the judge
+that made it, and fits best on answers like the labelled ones.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from auditor.calibration import JudgeAccuracy, wilson_interval
-from auditor.config import JudgeConfig, without_engine_only
+from auditor.config import JudgeConfig, parse_set_option, without_engine_only
 from auditor.errors import BadInput
 from auditor.jsonl import iter_objects
 from auditor.verify.base import Claim
@@ -32,28 +40,42 @@ from auditor.verify.thresholds import auroc, balanced_accuracy, best_threshold, 
 
 __all__ = [
     "CALIBRATION",
+    "FOLDS",
     "MIN_LABELLED",
     "Calibration",
     "HumanLabel",
     "build_calibration",
-    "calibration_for",
     "judge_fingerprint",
+    "judge_section",
     "load_calibration",
+    "question_folds",
     "read_labels",
+    "resolve_calibration",
     "shipped_calibrations",
+    "verdict_settings",
 ]
 
 CALIBRATION = "calibration.json"
-CALIBRATION_SCHEMA_VERSION = 1
+# 2: sensitivity and specificity out-of-fold, the judge's verdict settings, a domain
+# (1: in-sample, at a threshold chosen on the same answers; refused)
+CALIBRATION_SCHEMA_VERSION = 2
 MIN_LABELLED = 20
+FOLDS = 5
+FOLD_RULE = (
+    "answers grouped by question (source_id, else the question text) into folds by a hash of "
+    "it; each fold judged at the threshold chosen by the same rule on the other folds, the "
+    "counts pooled over the folds"
+)
+HOW_TO_CALIBRATE = "auditor calibrate --labels LABELLED.jsonl --out CAL_DIR"
 
 
 @dataclass(frozen=True)
 class HumanLabel:
-    """A person's verdict on one answer."""
+    """A person's verdict on one answer, and the question it answers (its fold)."""
 
     hallucinated: bool
     spans: tuple[tuple[int, int], ...] = ()
+    question: str = ""  # source_id, else the question text: answers to one share a fold
 
 
 def _span(where: str, value: Any) -> tuple[int, int]:
@@ -81,14 +103,27 @@ def read_labels(path: Path) -> dict[str, HumanLabel]:
         spans = data.get("spans") or []
         if not isinstance(spans, list):
             raise BadInput(f'{where}: "spans" must be a list')
+        question = data.get("source_id")
         labels[str(data.get("id"))] = HumanLabel(
-            hallucinated, tuple(_span(where, s) for s in spans)
+            hallucinated,
+            tuple(_span(where, s) for s in spans),
+            str(question if question not in (None, "") else data.get("question") or ""),
         )
     return labels
 
 
 def labels_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def question_folds(questions: Sequence[str], folds: int = FOLDS) -> list[int]:
+    """The cross-validation fold of each answer, by the question it answers: sha256 of
+    "fold:" + question, modulo `folds` (fewer with fewer questions). With 5 or more
+    questions these are the folds of `bench/agreement.py --cv`."""
+    count = min(folds, len(set(questions)))
+    return [
+        int(hashlib.sha256(f"fold:{q}".encode()).hexdigest(), 16) % max(1, count) for q in questions
+    ]
 
 
 def _accuracy_json(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
@@ -113,11 +148,56 @@ def _accuracy_json(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
     }
 
 
+def _claim_pairs(
+    answers: list[tuple[list[Claim], HumanLabel, float]],
+) -> list[tuple[bool, bool]]:
+    """(hallucinated by the labelled spans, flagged) of each judged claim of the answers whose
+    labels can say: clean answers, and hallucinated ones with spans; each answer's claims at
+    its own threshold."""
+    pairs = []
+    for claims, label, threshold in answers:
+        if label.hallucinated and not label.spans:
+            continue
+        for claim in claims:
+            if claim.verdict == "unverifiable" or claim.span is None:
+                continue
+            start, end = claim.span
+            bad = any(start < e and s < end for s, e in label.spans)
+            pairs.append((bad, flagged_at([claim], threshold)))
+    return pairs
+
+
+def _fold_thresholds(
+    scores: list[float], gold: list[bool], folds: list[int], source: Path
+) -> dict[int, float]:
+    """Per fold, the threshold the rule chooses on the other folds (BadInput where the other
+    folds lack a kind of answer to choose it on)."""
+    if len(set(folds)) < 2:
+        raise BadInput(
+            f"{source}: all {len(folds)} answers are to one question; out-of-fold figures "
+            "(folds by question) need answers to several questions; label answers to more"
+        )
+    chosen = {}
+    for fold in sorted(set(folds)):
+        train = [n for n, f in enumerate(folds) if f != fold]
+        kinds = {gold[n] for n in train}
+        if len(kinds) < 2:
+            kind = "hallucinated" if False in kinds else "clean"
+            raise BadInput(
+                f"{source}: the {kind} answers all fall in one of the {len(set(folds))} folds "
+                "by question, leaving none to choose its threshold on; label "
+                f"{kind} answers to more questions"
+            )
+        chosen[fold] = best_threshold([scores[n] for n in train], [gold[n] for n in train])
+    return chosen
+
+
 def build_calibration(
     checks: list[dict[str, Any]], labels: dict[str, HumanLabel], source: Path
 ) -> dict[str, Any]:
     """The calibration figures of checked, labelled answers (BadInput when they cannot
-    support one: too few answers, a class missing, a judge no better than chance)."""
+    support one: too few answers, a class missing, answers to too few questions for folds,
+    a judge no better than chance out-of-fold)."""
     rows = [row for row in checks if row["id"] in labels]
     if len(rows) < MIN_LABELLED:
         raise BadInput(
@@ -131,43 +211,57 @@ def build_calibration(
             f"{source}: no {missing} answer among the labels, so the judge's "
             f"{'specificity' if missing == 'clean' else 'sensitivity'} is undefined; add some"
         )
-    claims = {row["id"]: [Claim.from_json(c) for c in row["claims"]] for row in rows}
-    scores = [ranking_score(claims[row["id"]]) for row in rows]
-    # rounded: a judge config holds it as written, and the fingerprint must match exactly
-    threshold = round(best_threshold(scores, gold), 3)
-    answer_pairs = [
-        (g, flagged_at(claims[row["id"]], threshold)) for row, g in zip(rows, gold, strict=True)
-    ]
-    answer_level = _accuracy_json(answer_pairs)
+    claims = [[Claim.from_json(c) for c in row["claims"]] for row in rows]
+    scores = [ranking_score(c) for c in claims]
+    questions = [labels[row["id"]].question for row in rows]
+    folds = question_folds(questions)
+    by_fold = _fold_thresholds(scores, gold, folds, source)
+    held_out = [by_fold[f] for f in folds]  # the threshold each answer is judged at
+    answer_level = _accuracy_json(
+        [(g, flagged_at(c, t)) for g, c, t in zip(gold, claims, held_out, strict=True)]
+    )
     if not answer_level["informative"]:
         raise BadInput(
-            f"{source}: the judge is no better than chance on these labels (sensitivity "
-            f"{answer_level['sensitivity']:.2f} + specificity {answer_level['specificity']:.2f} "
-            "<= 1), so its rates cannot be corrected; use a stronger judge"
+            f"{source}: out-of-fold, the judge is no better than chance on these labels "
+            f"(sensitivity {answer_level['sensitivity']:.2f} + specificity "
+            f"{answer_level['specificity']:.2f} <= 1), so its rates cannot be corrected; "
+            "use a stronger judge or label more answers"
         )
-    claim_pairs = []
-    with_spans = [
-        row for row in rows if labels[row["id"]].hallucinated is False or labels[row["id"]].spans
-    ]
-    for row in with_spans:
-        spans = labels[row["id"]].spans
-        for claim in claims[row["id"]]:
-            if claim.verdict == "unverifiable" or claim.span is None:
-                continue
-            start, end = claim.span
-            bad = any(start < e and s < end for s, e in spans)
-            claim_pairs.append((bad, flagged_at([claim], threshold)))
+    answer_labels = [labels[row["id"]] for row in rows]
+    claim_pairs = _claim_pairs(list(zip(claims, answer_labels, held_out, strict=True)))
+    # rounded: a judge config holds it as written, and the fingerprint must match exactly
+    threshold = round(best_threshold(scores, gold), 3)
+    at_threshold = [threshold] * len(rows)
+    in_sample_claims = _claim_pairs(list(zip(claims, answer_labels, at_threshold, strict=True)))
     return {
         "schema_version": CALIBRATION_SCHEMA_VERSION,
         "answers": len(rows),
         "hallucinated": sum(gold),
+        "questions": len(set(questions)),
         "threshold": threshold,
-        "threshold_rule": "highest balanced accuracy on these answers (auditor.verify.thresholds)",
+        "threshold_rule": "highest balanced accuracy on all these answers "
+        "(auditor.verify.thresholds.best_threshold)",
+        "out_of_fold": {
+            "figures": ["answer_level", "claim_level"],
+            "folds": len(set(folds)),
+            "rule": FOLD_RULE,
+            "thresholds": [round(by_fold[f], 4) for f in sorted(by_fold)],
+        },
         "answer_level": answer_level | {"auroc": auroc(scores, gold)},
-        "roc": [[round(x, 4), round(y, 4)] for x, y in roc_points(scores, gold)],
         "claim_level": _accuracy_json(claim_pairs) | {"claims": len(claim_pairs)}
         if claim_pairs
         else None,
+        "in_sample": {
+            "note": "at the threshold chosen on these same answers: optimistic, never used "
+            "to correct a rate",
+            "answer_level": _accuracy_json(
+                [(g, flagged_at(c, threshold)) for g, c in zip(gold, claims, strict=True)]
+            ),
+            "claim_level": _accuracy_json(in_sample_claims) | {"claims": len(in_sample_claims)}
+            if in_sample_claims
+            else None,
+        },
+        "roc": [[round(x, 4), round(y, 4)] for x, y in roc_points(scores, gold)],
     }
 
 
@@ -175,16 +269,20 @@ def build_calibration(
 _NOT_VERDICTS = {"name", "metrics", "retries", "answers_per_batch"}
 
 
+def verdict_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """The settings of a dumped judge config that decide verdicts (the threshold included;
+    not the metrics, batch sizes or CPU threads)."""
+    return {k: v for k, v in without_engine_only(config).items() if k not in _NOT_VERDICTS}
+
+
 def judge_fingerprint(
     identity: dict[str, Any] | None, config: dict[str, Any], verdict_logic: str | None
 ) -> dict[str, Any]:
     """What must match for a calibration to apply: the judge's weights (hash), backend and the
     dtype it ran in, the auditor's verdict logic (prompts, claim rules: `VERDICT_LOGIC`), and a
-    hash of the settings that decide verdicts (the threshold included; not the metrics, batch
-    sizes or CPU threads)."""
+    hash of the settings that decide verdicts (`verdict_settings`)."""
     identity = identity or {}
-    verdict = {k: v for k, v in without_engine_only(config).items() if k not in _NOT_VERDICTS}
-    encoded = json.dumps(verdict, sort_keys=True, separators=(",", ":")).encode()
+    encoded = json.dumps(verdict_settings(config), sort_keys=True, separators=(",", ":")).encode()
     return {
         "model": identity.get("weights_sha256")
         or identity.get("gguf_sha256")
@@ -196,16 +294,74 @@ def judge_fingerprint(
     }
 
 
+def judge_section(
+    judge: dict[str, Any], threshold: float, *, identity_keys: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The `judge` of a calibration from a check manifest's `judge`, as the judge will run
+    where the calibration applies: at its threshold."""
+    identity = judge.get("identity") or {}
+    at = judge["config"] | {"support_threshold": threshold}
+    return {
+        "name": judge["config"].get("name"),
+        **({"sha256": judge["sha256"]} if "sha256" in judge else {}),
+        "identity": identity
+        if identity_keys is None
+        else {k: identity.get(k) for k in identity_keys},
+        "fingerprint": judge_fingerprint(identity, at, judge.get("verdict_logic")),
+        "verdict_settings": verdict_settings(at),
+    }
+
+
+def _flat(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            flat |= _flat(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _setting_differences(here: dict[str, Any], calibrated: dict[str, Any]) -> list[str]:
+    """The dotted keys whose values differ (support_threshold last)."""
+    ours, theirs = _flat(here), _flat(calibrated)
+    keys = sorted(set(ours) | set(theirs), key=lambda k: (k == "support_threshold", k))
+    return [k for k in keys if ours.get(k) != theirs.get(k)]
+
+
+def _set_flag(flag: str, key: str, value: Any) -> str:
+    """`--set key=value` as a user types it (shell-quoted where needed)."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    if isinstance(value, str) and parse_set_option(f"k={value}")[1] != value:
+        text = json.dumps(value)  # "true", "3": quoted, or TOML reads them as another type
+    return f"{flag} {shlex.quote(f'{key}={text}')}"
+
+
+def _shown(value: Any) -> str:
+    return "unset" if value is None else json.dumps(value)
+
+
 @dataclass(frozen=True)
 class Calibration:
-    """A calibration as `auditor calibrate` wrote it, with where it came from."""
+    """A calibration as `auditor calibrate` wrote it, with where it came from and the name it
+    was given by (`--calibration NAME_OR_PATH`)."""
 
     path: Path
     data: dict[str, Any]
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        """How the user named it: a shipped name, or the path given."""
+        return self.name or str(self.path)
+
+    @property
+    def domain(self) -> str:
+        return str(self.data.get("domain") or f"labels {self.data['labels']['path']}")
 
     @property
     def claim_accuracy(self) -> JudgeAccuracy | None:
-        """The judge's claim-level accuracy (None without labelled spans)."""
+        """The judge's out-of-fold claim-level accuracy (None without labelled spans)."""
         level = self.data.get("claim_level")
         if not level:
             return None
@@ -213,11 +369,35 @@ class Calibration:
             level["true_positives"], level["positives"], level["true_negatives"], level["negatives"]
         )
 
+    def _settings_differ(self, here: dict[str, Any], flag: str) -> tuple[str, list[str]] | None:
+        """The verdict settings that differ from the calibrated ones, named with values, and
+        the `flag`s that set the calibrated values (None: none differs, or the calibration
+        does not record its settings)."""
+        calibrated = self.data["judge"].get("verdict_settings")
+        if calibrated is None:
+            return None
+        keys = _setting_differences(here, calibrated)
+        if not keys:
+            return None
+        ours, theirs = _flat(here), _flat(calibrated)
+        what = "; ".join(
+            f"{k} is {_shown(ours.get(k))} here, {_shown(theirs.get(k))} calibrated" for k in keys
+        )
+        flags = [
+            _set_flag(flag, k, theirs[k]) for k in keys if k != "support_threshold" and k in theirs
+        ]
+        return what, flags
+
     def mismatch(self, check_manifest: dict[str, Any] | None) -> str | None:
-        """Why this calibration does not apply to the judge of a check (None: it applies)."""
+        """Why this calibration does not apply to the judge of a check, naming the setting that
+        differs and the flag that fixes it (None: it applies)."""
         judge = (check_manifest or {}).get("judge", {})
+        quoted = shlex.quote(self.label)
         if not judge:
-            return "the run was not checked"
+            return (
+                f"the run was not checked; check it with `auditor check RUN_DIR "
+                f"--calibration {quoted}`"
+            )
         theirs = judge_fingerprint(
             judge.get("identity"), judge.get("config", {}), judge.get("verdict_logic")
         )
@@ -226,22 +406,60 @@ class Calibration:
             ("model", "judge model"),
             ("backend", "judge backend"),
             ("dtype", "judge dtype"),
-            ("verdict_logic", "auditor verdict logic (prompts, claim rules)"),
-            ("verdict_sha256", "judge settings (prompt, threshold, chunks per claim, ...)"),
         ):
             if theirs.get(key) != ours.get(key):
-                return f"another {what}: {theirs.get(key)} here, {ours.get(key)} calibrated"
+                return (
+                    f"another {what}: {theirs.get(key)} here, {ours.get(key)} calibrated; check "
+                    f"with the calibrated judge (--judge), or calibrate this one on your labels "
+                    f"on this machine: `{HOW_TO_CALIBRATE}`"
+                )
+        if theirs.get("verdict_logic") != ours.get("verdict_logic"):
+            return (
+                f"another auditor verdict logic (prompts, claim rules): "
+                f"{theirs.get('verdict_logic')} here, {ours.get('verdict_logic')} calibrated; "
+                f"calibrate again with this auditor: `{HOW_TO_CALIBRATE}`"
+            )
+        if theirs["verdict_sha256"] != ours["verdict_sha256"]:
+            again = (
+                f"`auditor check ... --calibration {quoted}` (or `auditor audit --calibration "
+                f"{quoted}`)"
+            )
+            where = "into a new --out dir or after removing checks.jsonl"
+            differ = self._settings_differ(verdict_settings(judge.get("config", {})), "--set")
+            if differ is None:
+                return (
+                    "other judge settings (prompt, threshold, chunks per claim, ...); check the "
+                    f"answers again with {again}, {where}, or calibrate this judge: "
+                    f"`{HOW_TO_CALIBRATE}`"
+                )
+            what, flags = differ
+            fix = (
+                "check the answers again"
+                + (" at the calibration's threshold" if "support_threshold is" in what else "")
+                + f" with {again}"
+                + (f", giving {' '.join(flags)}" if flags else "")
+                + f", {where}"
+            )
+            return f"another judge setting: {what}; {fix}"
         return None
 
-    def judge_config(self, config: JudgeConfig) -> JudgeConfig:
-        """`config` at this calibration's threshold; BadInput when its verdict settings are not
-        the calibrated ones (checked before any engine starts)."""
+    def judge_config(self, config: JudgeConfig, flag: str = "--set") -> JudgeConfig:
+        """`config` at this calibration's threshold; BadInput naming the verdict setting that
+        differs and the `flag` (`--set`, or `--judge-set` for audit) that fixes it (checked
+        before any engine starts)."""
         at = config.model_copy(update={"support_threshold": self.data["threshold"]})
-        ours = judge_fingerprint(None, at.model_dump(mode="json"), None)["verdict_sha256"]
-        if ours != self.data["judge"]["fingerprint"]["verdict_sha256"]:
+        dumped = at.model_dump(mode="json")
+        if (
+            judge_fingerprint(None, dumped, None)["verdict_sha256"]
+            != (self.data["judge"]["fingerprint"]["verdict_sha256"])
+        ):
+            differ = self._settings_differ(verdict_settings(dumped), flag)
+            what, flags = differ or ("(prompt, model, chunks per claim, ...)", [])
             raise BadInput(
-                f"{self.path}: calibrated for other judge settings than {config.name}'s (prompt, "
-                "model, chunks per claim, ...); calibrate this judge with `auditor calibrate`"
+                f"{self.label}: calibrated for other judge settings than {config.name}'s: "
+                f"{what}; "
+                + (f"give {' '.join(flags)}, or " if flags else "")
+                + f"calibrate this judge: `{HOW_TO_CALIBRATE}`"
             )
         return at
 
@@ -249,12 +467,15 @@ class Calibration:
         """What a summary and a report say about the calibration applied."""
         answer, claim = self.data["answer_level"], self.data.get("claim_level")
         return {
+            "name": self.label,
             "path": str(self.path),
             "labels": self.data["labels"],
             "answers": self.data["answers"],
             "hallucinated": self.data["hallucinated"],
+            "questions": self.data.get("questions"),
             "threshold": self.data["threshold"],
-            "domain": self.data.get("domain"),
+            "domain": self.domain,
+            "out_of_fold": self.data.get("out_of_fold"),
             "answer_level": {k: answer[k] for k in _SHOWN if k in answer},
             "claim_level": None if not claim else {k: claim[k] for k in _SHOWN if k in claim},
         }
@@ -271,44 +492,63 @@ _SHOWN = (
 )
 
 
-def load_calibration(path: Path) -> Calibration:
-    """A calibration from CAL_DIR (or its calibration.json); BadInput in one line otherwise."""
+def load_calibration(path: Path, name: str = "") -> Calibration:
+    """A calibration from CAL_DIR (or its calibration.json); BadInput in one line otherwise
+    (an in-sample calibration of an earlier auditor included)."""
     file = path / CALIBRATION if path.is_dir() else path
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise BadInput(
-            f"{file}: no such calibration; make one with `auditor calibrate --labels F --out DIR`"
-        ) from exc
+        raise BadInput(f"{file}: no such calibration; make one with `{HOW_TO_CALIBRATE}`") from exc
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BadInput(
             f"{file}: not a readable calibration ({exc}); run auditor calibrate again"
         ) from exc
+    if isinstance(data, dict) and data.get("schema_version") == 1:
+        raise BadInput(
+            f"{file}: an in-sample calibration of an earlier auditor (sensitivity and "
+            "specificity measured at a threshold chosen on the same answers); make it again "
+            f"with `{HOW_TO_CALIBRATE}` (shipped ones: bench/agreement.py --write-calibration)"
+        )
     if not isinstance(data, dict) or data.get("schema_version") != CALIBRATION_SCHEMA_VERSION:
         raise BadInput(
             f"{file}: not a calibration of this auditor (schema); run auditor calibrate again"
         )
-    if "fingerprint" not in data.get("judge", {}):
+    if "fingerprint" not in data.get("judge", {}) or "out_of_fold" not in data:
         raise BadInput(
-            f"{file}: calibration without a judge fingerprint; run auditor calibrate again"
+            f"{file}: calibration without a judge fingerprint or out-of-fold figures; "
+            "run auditor calibrate again"
         )
-    return Calibration(file, data)
+    return Calibration(file, data, name)
 
 
-def shipped_calibrations() -> list[Calibration]:
-    """The calibrations that ship with the auditor (auditor/calibrations/: the default judge's,
-    made from RAGTruth QA dev by `bench/agreement.py --write-calibration`)."""
+def shipped_calibrations() -> dict[str, Path]:
+    """{name: file} of the calibrations that ship with the auditor (auditor/calibrations/:
+    the default judge's, made from RAGTruth QA dev by `bench/agreement.py --write-calibration`).
+    None applies by itself: `--calibration NAME` names one."""
     from importlib.resources import files
 
-    found = []
-    for entry in sorted(files("auditor").joinpath("calibrations").iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".json"):
-            found.append(
-                Calibration(Path(str(entry)), json.loads(entry.read_text(encoding="utf-8")))
-            )
-    return found
+    return {
+        entry.name.removesuffix(".json"): Path(str(entry))
+        for entry in sorted(
+            files("auditor").joinpath("calibrations").iterdir(), key=lambda e: e.name
+        )
+        if entry.name.endswith(".json")
+    }
 
 
-def calibration_for(check_manifest: dict[str, Any] | None) -> Calibration | None:
-    """The shipped calibration that applies to this check's judge, if one does."""
-    return next((c for c in shipped_calibrations() if c.mismatch(check_manifest) is None), None)
+def resolve_calibration(given: str | Path) -> Calibration:
+    """`--calibration NAME_OR_PATH`: a calibration dir or file, else a shipped calibration by
+    name; BadInput in one line listing the shipped names otherwise."""
+    text = str(given)
+    path = Path(text)
+    if path.exists():
+        return load_calibration(path, text)
+    shipped = shipped_calibrations()
+    if text in shipped:
+        return load_calibration(shipped[text], text)
+    names = ", ".join(shipped) or "none"
+    raise BadInput(
+        f"{text}: no such calibration (no such dir or file, nor a shipped one: {names}); "
+        f"make one on your own labels with `{HOW_TO_CALIBRATE}`"
+    )

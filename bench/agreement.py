@@ -367,48 +367,45 @@ def report_quotes(
 def write_calibration(
     target: Path, gold: dict[str, Any], checks: list[dict[str, Any]], out: Path
 ) -> None:
-    """The calibration `auditor calibrate` would write for these checked, labelled answers."""
-    from auditor.calibrate import (
-        CALIBRATION_SCHEMA_VERSION,
-        HumanLabel,
-        build_calibration,
-        judge_fingerprint,
-    )
+    """The calibration `auditor calibrate` would write for these checked, labelled answers:
+    sensitivity and specificity out-of-fold (folds by question, the folds of --cv), the
+    threshold chosen on all of them."""
+    from auditor.calibrate import HumanLabel, build_calibration, judge_section
     from auditor.ingest.manifest import utc_now, write_json_atomic
     from auditor.verify.check import VERDICT_LOGIC
 
     labels = {
-        i: HumanLabel(bool(r["hallucinated"]), tuple((s["start"], s["end"]) for s in r["spans"]))
+        i: HumanLabel(
+            bool(r["hallucinated"]),
+            tuple((s["start"], s["end"]) for s in r["spans"]),
+            str(r["source_id"]),
+        )
         for i, r in gold.items()
     }
     figures = build_calibration(checks, labels, DEV)
     judge = json.loads((out / "check.json").read_text(encoding="utf-8"))["judge"]
-    at = judge["config"] | {"support_threshold": figures["threshold"]}
+    # checks made before the logic was versioned are today's logic (measured so)
+    judge = {"verdict_logic": VERDICT_LOGIC} | judge
     calibration = {
-        "schema_version": CALIBRATION_SCHEMA_VERSION,
+        "schema_version": figures["schema_version"],
         "created_at": utc_now(),
-        "judge": {
-            "name": judge["config"]["name"],
-            "identity": {
-                k: judge["identity"].get(k) for k in ("name", "weights_sha256", "backend", "dtype")
-            },
-            # checks made before the logic was versioned are today's logic (measured so)
-            "fingerprint": judge_fingerprint(
-                judge["identity"], at, judge.get("verdict_logic", VERDICT_LOGIC)
-            ),
-        },
+        "judge": judge_section(
+            judge,
+            figures["threshold"],
+            identity_keys=("name", "weights_sha256", "backend", "dtype"),
+        ),
         "labels": {
             "path": "RAGTruth QA dev (../shared/datasets/ragtruth-qa/dev.jsonl)",
             "sha256": hashlib.sha256(DEV.read_bytes()).hexdigest(),
         },
-        "domain": "RAGTruth QA dev: news and web passages, not your documents (label 50-100 of "
-        "your own answers and run auditor calibrate for a closer fit)",
+        "domain": "RAGTruth QA dev: news and web passages, answers by 6 LLMs",
     } | figures
     write_json_atomic(target, calibration)
-    level = calibration["claim_level"]
+    level, fold = calibration["claim_level"], calibration["out_of_fold"]
     print(
-        f"calibration -> {target}: threshold {figures['threshold']}, claim sensitivity "
-        f"{level['sensitivity']:.3f}, specificity {level['specificity']:.3f} ({level['claims']} claims)"
+        f"calibration -> {target}: threshold {figures['threshold']} (chosen on all); out-of-fold "
+        f"({fold['folds']} folds by question) claim sensitivity {level['sensitivity']:.3f}, "
+        f"specificity {level['specificity']:.3f} ({level['claims']} claims)"
     )
 
 

