@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 
 from auditor.verify.base import Claim
+from auditor.verify.kinds import is_abstention
 
 __all__ = [
     "align_span",
@@ -18,12 +19,6 @@ __all__ = [
     "support_score",
 ]
 
-_REFUSAL = re.compile(
-    r"\b(unable to answer|cannot answer|can ?not be answered|can't answer|not able to answer|"
-    r"(do|does) not (contain|provide|include|mention|specify)|no (relevant )?information|"
-    r"not (mentioned|provided|specified|stated) in|i don'?t know|insufficient information)\b",
-    re.IGNORECASE,
-)
 # a stop followed at once by a character that is not a space or a closing mark ("4.3",
 # "$1,299.00", "e.g.") ends no sentence, nor do dot leaders with more on their line
 # ("Years 3 to 5 ....... 20 days": a table row is one statement; "Wait..." still ends)
@@ -34,13 +29,20 @@ _WORD = re.compile(r"\w+")
 
 
 def is_refusal(answer: str) -> bool:
-    """An answer that declines for lack of information (a refusal is not a hallucination).
+    """An answer that declines for lack of information (a refusal is not a hallucination):
+    short, and every sentence of it is about the sources or the answerer's knowledge.
 
-    Only short answers count: a long answer that says "the passages do not mention X" in
-    passing still makes claims that must be checked.
+    A long answer that says "the passages do not mention X" in passing still makes claims
+    that must be checked, and so does a short one with a fact beside its abstention ("I
+    couldn't find the price. It is probably $50.") or a short negated fact ("The plan does
+    not include calls.": a fact about the world, not a refusal).
     """
     text = answer.strip()
-    return bool(text) and len(text) <= 300 and bool(_REFUSAL.search(text))
+    if not text or len(text) > 300:
+        return False
+    sentences = [text[a:b] for a, b in sentence_spans(text)]
+    statements = [s for s in sentences if len(_WORD.findall(s)) >= 3]
+    return bool(statements) and all(is_abstention(s) for s in statements)
 
 
 def answer_outcome(answer: str, contexts: Sequence[str], max_chars: int) -> str:

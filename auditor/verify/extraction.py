@@ -18,8 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from auditor.verify.base import ClaimKind
+from auditor.verify.answers import AnswerItem
+from auditor.verify.base import Claim
 from auditor.verify.claims import sentence_spans
+from auditor.verify.kinds import claim_kind
 
 __all__ = [
     "ExtractedClaims",
@@ -28,6 +30,9 @@ __all__ = [
     "claims_prompt",
     "claims_schema",
     "is_question_echo",
+    "refusal_claim",
+    "refusal_claims",
+    "source_sentence",
     "uncovered_sentences",
 ]
 
@@ -100,38 +105,6 @@ def claims_schema(max_claims: int, max_length: int = 300) -> dict[str, Any]:
         "required": ["claims"],
     }
 
-
-# an answer saying its sources lack something: "the documents don't say", "not mentioned in
-# the provided context", "I couldn't find ...", "there is no information about ..."
-_ABSTENTION = re.compile(
-    r"\b(?:(?:documents?|passages?|sources?|context|texts?|information|knowledge base|articles?)"
-    r"\b[^.!?]{0,40}?\b(?:do(?:es)?|did)\s*(?:not|n't)\s+"
-    r"(?:say|state|mention|specify|provide|contain|include|give|cover|address|list|indicate|tell)"
-    r"|not\s+(?:mentioned|stated|specified|provided|given|covered|included|available|found)\s+in"
-    r"|(?:could\s*(?:not|n't)|can\s*not|can't|can\u2019t|cannot|unable\s+to)\s+"
-    r"(?:find|tell|determine|answer|say|confirm|provide|give|quote|share|state|specify)"
-    # "I don't have a battery-life figure for ...", "we do not have any details on ..."
-    r"|\b(?:I|we)\s+(?:do\s*(?:not|n't)|don\u2019t)\s+have\s+(?:an?\s+|any\s+|the\s+)?"
-    r"(?:[\w-]+\s+){0,4}?(?:figure|number|information|details?|data|answer)\b"
-    # "the figure isn't in them", "is not in the documents"
-    r"|\b(?:is|are)\s*(?:not|n't|n\u2019t)\s+in\s+(?:them|the\s+(?:documents?|passages?|sources?|texts?))\b"
-    r"|\bno\s+(?:specific\s+|relevant\s+|further\s+|additional\s+)?(?:information|details?|mention|data)\b"
-    r"|insufficient\s+information|does\s*(?:not|n't)\s+appear\s+in"
-    r"|\bnothing\s+(?:about|on|regarding|specific)\b|\bno\s+mention\b"
-    r"|\b(?:is|are|was|were)\s*(?:not|n't)\s+(?:mentioned|covered|specified|stated|given|listed)\b"
-    # "it does not explain how ...", "it does not provide instructions on ..."
-    r"|\b(?:it|they|this|these|which)\s+(?:do(?:es)?|did)\s*(?:not|n't)\s+"
-    r"(?:explain|describe|mention|say|state|specify|discuss|address|detail|cover)\b"
-    r"|\b(?:do(?:es)?|did)\s*(?:not|n't)\s+(?:provide|give|include|contain|offer)\s+"
-    r"(?:any\s+|specific\s+|enough\s+|detailed\s+|clear\s+|direct\s+|an?\s+)?"
-    r"(?:information|details|instructions|answer|explanation|data|guidance|specifics)\b"
-    # "there's no release date for 4.3 in the release notes I have"
-    r"|\b(?:no|not|n't)\b(?:[^.!?]|\.(?=\d)){0,80}?\b(?:in|from)\s+(?:the\s+)?(?:documents?|information|"
-    r"sources?|passages?|excerpts?|context|material|(?:release\s+)?notes|texts?)\s+(?:I|we)\s+have\b"
-    # "it is not possible to answer ...", "difficult to determine based on the passages"
-    r"|\b(?:not\s+possible|impossible|difficult|hard)\s+to\s+(?:answer|determine|say|tell|know)\b)",
-    re.IGNORECASE,
-)
 
 # "Passage 2 states that X", "According to the passages, X": where a claim came from is not
 # what it says; the judge checks X against one chunk and cannot tell which passage is "2"
@@ -227,12 +200,25 @@ _STOPWORDS = frozenset(
 def refusal_claim(claim: str, question: str) -> str:
     """A refusal's claim as something checkable: "Unable to answer based on the passages" says
     the sources do not answer the question, so it becomes exactly that; a refusal that names
-    what is missing stays as it is."""
+    what is missing (two or more words of its own) stays as it is."""
     asked = {w for w in _words(question) if w not in _STOPWORDS}
-    said = {w for w in _words(claim) if w not in _STOPWORDS}
-    if len(asked & said) >= 2 or (asked and asked <= said):
+    said = {w for w in _words(claim) if w not in _STOPWORDS and w not in _FILLER}
+    if len(said) >= 2 or (asked and asked <= said):
         return claim
     return f"The documents do not answer the question: {question.strip()}"
+
+
+def refusal_claims(item: AnswerItem) -> list[Claim]:
+    """The claims of a refusal (`is_refusal`): each of its statements as written, an
+    abstention; a bare "unable to answer" as "the documents do not answer the question: Q"."""
+    claims = []
+    for start, end in sentence_spans(item.answer):
+        sentence = item.answer[start:end]
+        if len(_words(sentence)) < 3:
+            continue
+        text = refusal_claim(sentence, item.question)
+        claims.append(Claim(text=text, span=(start, end), kind="abstention", origin="sentence"))
+    return list({c.text: c for c in claims}.values())
 
 
 def is_garbage(claim: str) -> bool:
@@ -246,14 +232,9 @@ def is_garbage(claim: str) -> bool:
     )
 
 
-def claim_kind(claim: str) -> ClaimKind:
-    """ "abstention" when the claim says the sources lack something, else "fact"."""
-    return "abstention" if _ABSTENTION.search(claim) else "fact"
-
-
 def abstains(answer: str) -> bool:
-    """Whether the answer says anywhere that its sources lack something."""
-    return bool(_ABSTENTION.search(answer))
+    """Whether some sentence of the answer says its sources (or the answerer) lack something."""
+    return any(claim_kind(answer[a:b]) == "abstention" for a, b in sentence_spans(answer))
 
 
 def is_question_echo(claim: str, question: str, answer: str) -> bool:
@@ -324,6 +305,24 @@ def uncovered_sentences(answer: str, claims: list[str], question: str) -> list[s
             if len(missing) >= 2 and len(missing) >= UNCOVERED_SHARE * len(words):
                 found.append(clause if clause[-1] in ".!" else clause + ".")
     return found
+
+
+def source_sentence(span: tuple[int, int] | None, answer: str, question: str) -> str | None:
+    """The answer sentence a claim was taken from, cleaned as `uncovered_sentences` cleans
+    sentences (None without a span, or for a header, question or fragment)."""
+    if span is None:
+        return None
+    for start, end in sentence_spans(answer):
+        if start <= span[0] < end or (span[0] <= start < span[1]):
+            sentence = _CITATION.sub("", _LIST_MARKER.sub("", answer[start:end])).strip()
+            sentence = without_attribution(sentence)
+            if sentence.endswith((":", "?")) or len(_word_stems([sentence])) < 3:
+                return None
+            if is_question_echo(sentence, question, answer):
+                return None
+            sentence = sentence[0].upper() + sentence[1:]
+            return sentence if sentence[-1] in ".!" else sentence + "."
+    return None
 
 
 # words that make no statement of their own ("Yes to both.")
