@@ -462,6 +462,12 @@ class JudgeConfig(_Model):
         "states it reaches this; chosen on labelled answers by `bench/agreement.py --cv` "
         "(the threshold with the highest balanced accuracy).",
     )
+    premise_check: bool = Field(
+        True,
+        description="Check each listed claim against its own answer first (does the answer make "
+        "this claim?); a claim it does not make is a listing error: dropped, counted in "
+        "check.json, and its answer sentence checked as written instead.",
+    )
     quote_check: bool = Field(
         False,
         description="Ask the judge a second, focused question per claim: does the quote (the "

@@ -293,6 +293,9 @@ class FakeJudge:
         An abstention ("... do not say X") is false when the passage holds X's words.
         """
         passage = prompt.split("\nPassage:\n", 1)[1].rsplit("\n\nClaim: ", 1)[0]
+        if prompt.startswith("You check whether an answer makes a claim"):
+            # the premise check: the answer is the passage, the question only its context
+            passage = passage.split("\nAnswer given: ", 1)[1]
         claim = prompt.rsplit("\n\nClaim: ", 1)[1].rsplit("\nAnswer:", 1)[0]
         words, text = _words(claim), _words(passage)
         if prompt.startswith("You check a statement about what a passage does NOT say"):

@@ -37,18 +37,20 @@ from auditor.verify.base import (
 )
 from auditor.verify.claims import answer_outcome, faithfulness, support_score
 from auditor.verify.entailment import label_probabilities
-from auditor.verify.extraction import refusal_claim
+from auditor.verify.extraction import refusal_claims, source_sentence
 from auditor.verify.faithfulness import (
     ClaimChecks,
     apply_quote,
     claims_call,
-    claims_of,
     decide,
     entailment_calls,
+    listed_claims,
     quote_call,
+    with_sentences,
 )
 from auditor.verify.kb import KnowledgeBase, attach_kb_chunks
 from auditor.verify.metrics import METRIC_FIELDS, Planned, metrics_for
+from auditor.verify.premise import premise_call, stated
 from auditor.versions import package_versions
 
 __all__ = [
@@ -68,7 +70,7 @@ CHECK_SCHEMA_VERSION = 1
 # The verdict logic's version (prompts, claim rules, decision): recorded with every check and
 # part of a calibration's fingerprint. Bump it whenever a change can move a verdict or
 # p_supported, and re-make auditor/calibrations/ (bench/agreement.py --write-calibration).
-VERDICT_LOGIC = "2026-12-04.1"  # + sentences no listed claim carries are checked
+VERDICT_LOGIC = "2026-12-05.1"  # + claims checked against their answer; kinds by subject
 
 
 @dataclass
@@ -89,6 +91,8 @@ class CheckSummary:
     judge_completion_tokens: int = 0
     judge_seconds: float = 0.0
     skipped: int = 0
+    listed_claims: int = 0  # claims the judge listed and the premise check saw
+    listing_errors: int = 0  # of them, claims the answer does not make (dropped)
 
     @property
     def hallucination_rate(self) -> float | None:
@@ -256,6 +260,12 @@ def check_items(
         if row["id"] in done:
             _count(summary, row)
     manifest |= {"status": "complete", "finished_at": utc_now()}
+    if config.premise_check and "faithfulness" in config.metrics:
+        # listed claims the answer does not make, dropped and checked as written instead
+        manifest["listing"] = {
+            "listed_claims": summary.listed_claims,
+            "listing_errors": summary.listing_errors,
+        }
     write_json_atomic(manifest_path, manifest)
     return summary
 
@@ -357,6 +367,8 @@ def _count(summary: CheckSummary, row: dict[str, Any]) -> None:
     summary.judge_cached_tokens += judge.get("cached_tokens", 0)
     summary.judge_completion_tokens += judge["completion_tokens"]
     summary.judge_seconds += judge["seconds"]
+    summary.listed_claims += row.get("listed_claims", 0)
+    summary.listing_errors += len(row.get("listing_errors", []))
 
 
 def _check_batch(
@@ -389,30 +401,74 @@ def _check_batch(
     calls: list[Planned] = []
     for item in batch:
         outcome = outcomes[item.id]
-        if checks_faithfulness and outcome in {"checked", "truncated", "no_context", "refusal"}:
+        if checks_faithfulness and outcome in {"checked", "truncated", "no_context"}:
             calls.append(claims_call(item, config))
         for metric in metrics:
             calls.extend(metric.plan(item, outcome))
-    stages = 3 if config.quote_check else 2
-    first = asker.ask(calls, f"stage 1/{stages}: claims")
+    premise = checks_faithfulness and config.premise_check
+    stages = 2 + premise + config.quote_check
+    stage = iter(range(1, stages + 1))
+    first = asker.ask(calls, f"stage {next(stage)}/{stages}: claims")
 
-    # Stage 2: each claim against each of its most similar chunks; calls that need the claims.
+    # Stage 2 (premise_check): each listed claim against its own answer (does it make it?).
     claims: dict[str, list[Claim]] = {}
+    listed: dict[str, list[Claim]] = {}
     failures: dict[str, list[str]] = {item.id: [] for item in batch}
-    second_calls: list[Planned] = []
-    checks: dict[str, ClaimChecks] = {}
     for item in batch:
         key = CallKey("claims", item.id)
-        claims[item.id] = []
         if key in first and first[key] is None:
             failures[item.id].append("claims: no valid judge output after retries")
         elif key in first:
-            claims[item.id] = claims_of(item, first[key].claims, config)
+            listed[item.id] = listed_claims(item, first[key].claims, config)
+    listing_errors: dict[str, list[dict[str, Any]]] = {item.id: [] for item in batch}
+    premise_replies: dict[CallKey, Any] = {}
+    if premise:
+        premise_calls: list[Planned] = [
+            (premise_call(item.id, index, item.question, _body(item, config), claim), None)
+            for item in batch
+            if outcomes[item.id] != "refusal"
+            for index, claim in enumerate(listed.get(item.id, []))
+            if claim.origin == "judge"
+        ]
+        premise_replies = asker.ask(
+            premise_calls, f"stage {next(stage)}/{stages}: claims vs answer"
+        )
+    for item in batch:
+        claims[item.id] = []
+        if outcomes[item.id] == "refusal" and checks_faithfulness:
+            # a declining answer claims only what is missing: its sentences, as written
+            claims[item.id] = refusal_claims(item)
+            continue
+        if item.id not in listed:
+            continue
+        kept: list[Claim] = []
+        dropped: list[tuple[Claim, dict[str, Any]]] = []
+        for index, claim in enumerate(listed[item.id]):
+            # no reply (not asked, or no valid output after retries): the claim is kept
+            reply = premise_replies.get(CallKey("premise", item.id, (index,)))
+            keep, said = (True, {}) if reply is None else stated(reply.top_logprobs, reply.text)
+            if keep:
+                kept.append(claim)
+            else:
+                dropped.append((claim, said))
+        claims[item.id] = with_sentences(item, kept, [c for c, _ in dropped], config)
+        checked = {c.text for c in claims[item.id]}
+        for claim, said in dropped:
+            instead = source_sentence(claim.span, _body(item, config), item.question)
+            listing_errors[item.id].append(
+                {
+                    "text": claim.text,
+                    "span": list(claim.span) if claim.span else None,
+                    **said,
+                    "checked_instead": instead if instead in checked else None,
+                }
+            )
+
+    # Next: each claim against each of its most similar chunks; calls that need the claims.
+    second_calls: list[Planned] = []
+    checks: dict[str, ClaimChecks] = {}
+    for item in batch:
         found = claims[item.id]
-        if outcomes[item.id] == "refusal":  # a declining answer claims only what is missing
-            for claim in found:
-                claim.kind = "abstention"
-                claim.text = refusal_claim(claim.text, item.question)
         for metric in metrics:
             second_calls.extend(metric.plan_after_claims(item, [c.text for c in found], first))
         looks_up_kb = item.sources != "returned" and kb is not None
@@ -427,7 +483,7 @@ def _check_batch(
             )
             entailment, checks[item.id] = entailment_calls(item, found, config, embed, kb_for_claim)
             second_calls.extend((call, None) for call in entailment)
-    replies = first | asker.ask(second_calls, f"stage 2/{stages}: claim-chunk labels")
+    replies = first | asker.ask(second_calls, f"stage {next(stage)}/{stages}: claim-chunk labels")
 
     for item in batch:
         for index, pairs in checks.get(item.id, {}).items():
@@ -444,7 +500,7 @@ def _check_batch(
                     call, quote, chunk_id = planned
                     quotes.append((call, None))
                     asked[call.key] = (claim, quote, chunk_id)
-        answered = asker.ask(quotes, "stage 3/3: quote labels")
+        answered = asker.ask(quotes, f"stage {next(stage)}/{stages}: quote labels")
         for key, (claim, quote, chunk_id) in asked.items():
             reply = answered.get(key)
             if reply is None:
@@ -461,6 +517,9 @@ def _check_batch(
         row = _row(
             item, outcomes[item.id], claims[item.id], fields, usage[item.id], failures[item.id]
         )
+        if premise:
+            row["listed_claims"] = sum(c.origin == "judge" for c in listed.get(item.id, []))
+            row["listing_errors"] = listing_errors[item.id]
         row["sources"] = item.sources
         if item.kb_chunks:
             meta = kb.meta if kb is not None else {}
@@ -470,6 +529,10 @@ def _check_batch(
             ]
         rows.append(row)
     return rows
+
+
+def _body(item: AnswerItem, config: JudgeConfig) -> str:
+    return item.answer[: config.max_answer_chars]
 
 
 def _row(

@@ -27,6 +27,7 @@ from auditor.verify.extraction import (
     claims_schema,
     is_garbage,
     is_question_echo,
+    source_sentence,
     uncovered_sentences,
     without_attribution,
 )
@@ -39,8 +40,10 @@ __all__ = [
     "claims_of",
     "decide",
     "entailment_calls",
+    "listed_claims",
     "quote_call",
     "redecide",
+    "with_sentences",
 ]
 
 Embed = Callable[[list[str]], Any]
@@ -126,12 +129,15 @@ def rank_chunks(
 
 
 def claims_of(item: AnswerItem, extracted: list[str], config: JudgeConfig) -> list[Claim]:
-    """The answer's claims: deduplicated, question echoes dropped, with spans and kinds; then
-    each sentence of the answer that no listed claim carries, as written (every statement of
-    the answer is checked, whatever the judge's list left out).
+    """The answer's claims: the listed ones (`listed_claims`), then each sentence of the answer
+    that no listed claim carries, as written (every statement of the answer is checked,
+    whatever the judge's list left out)."""
+    return with_sentences(item, listed_claims(item, extracted, config), [], config)
 
-    Falls back to the answer's own sentences when the judge found no claim in it.
-    """
+
+def listed_claims(item: AnswerItem, extracted: list[str], config: JudgeConfig) -> list[Claim]:
+    """The judge's listed claims: deduplicated, question echoes and debris dropped, with spans
+    and kinds. Falls back to the answer's own sentences when the judge found no claim in it."""
     body = item.answer[: config.max_answer_chars]
     texts = [without_attribution(t.strip()) for t in extracted if t.strip()]
     texts = [t for t in texts if not is_garbage(t) and not is_question_echo(t, item.question, body)]
@@ -140,13 +146,31 @@ def claims_of(item: AnswerItem, extracted: list[str], config: JudgeConfig) -> li
         # judge imitating its examples (seen: "The documents do not say who designed it")
         texts = [t for t in texts if claim_kind(t) == "fact"]
     if not texts:
-        texts = [body[a:b] for a, b in sentence_spans(body)]
+        return [
+            Claim(text=body[a:b], span=(a, b), kind=claim_kind(body[a:b]), origin="sentence")
+            for a, b in sentence_spans(body)
+        ][: config.max_claims]
     texts = list(dict.fromkeys(texts))
-    sentences = [s for s in uncovered_sentences(body, texts, item.question) if s not in texts]
-    claims = [Claim(text=t, span=align_span(t, item.answer), kind=claim_kind(t)) for t in texts]
+    return [Claim(text=t, span=align_span(t, item.answer), kind=claim_kind(t)) for t in texts]
+
+
+def with_sentences(
+    item: AnswerItem, kept: list[Claim], dropped: list[Claim], config: JudgeConfig
+) -> list[Claim]:
+    """`kept` claims, then the answer's sentences to check as written: each sentence no kept
+    claim carries, and the sentence each `dropped` claim (a listing error) was taken from."""
+    body = item.answer[: config.max_answer_chars]
+    texts = [c.text for c in kept]
+    sentences = uncovered_sentences(body, texts, item.question)
+    for claim in dropped:
+        sentence = source_sentence(claim.span, body, item.question)
+        if sentence is not None and sentence not in sentences:
+            sentences.append(sentence)
+    claims = list(kept)
     claims += [
-        Claim(text=s, span=align_span(s, item.answer), kind="fact", origin="sentence")
+        Claim(text=s, span=align_span(s, item.answer), kind=claim_kind(s), origin="sentence")
         for s in sentences
+        if s not in texts
     ]
     return claims[: config.max_claims]
 

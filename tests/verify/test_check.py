@@ -195,6 +195,10 @@ def test_claim_helpers() -> None:
     assert not is_refusal(
         "The passages do not mention a fee. " + "The warranty lasts 2 years. " * 20
     )
+    # a short negated fact, or a guess beside an abstention, is no refusal
+    assert not is_refusal("The plan does not include international calls.")
+    assert not is_refusal("I couldn't find the price. It is probably around $50.")
+    assert is_refusal("I couldn't find the price in the documents. Sorry!")
     answer = "It costs $179. Returns take 30 days."
     assert align_span("Returns take 30 days.", answer) == (15, 36)
     assert align_span("The return window is 30 days", answer) == (15, 36)
@@ -841,8 +845,12 @@ def test_each_judge_stage_reports_its_progress_to_the_last_call(tmp_path: Path) 
         on_calls=lambda label, done, total: seen.append((label, done, total)),
     )
     labels = list(dict.fromkeys(label for label, _, _ in seen))
-    assert labels[:2] == ["stage 1/2: claims", "stage 2/2: claim-chunk labels"]
-    assert labels[2].startswith("stage 2/2: claim-chunk labels (re-asking ")
+    assert labels[:3] == [
+        "stage 1/3: claims",
+        "stage 2/3: claims vs answer",
+        "stage 3/3: claim-chunk labels",
+    ]
+    assert labels[3].startswith("stage 3/3: claim-chunk labels (re-asking ")
     for label in labels:
         counts = [(done, total) for name, done, total in seen if name == label]
         total = counts[0][1]
