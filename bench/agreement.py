@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/agreement.py --cv [--stock] [--out DIR]       # all 150, 5-fold CV
     .venv/bin/python bench/agreement.py --split check|tune [--limit N]   # one split, as set
+    .venv/bin/python bench/agreement.py --cv --data ../shared/datasets/ragtruth-other/summary.jsonl \
+        --data ../shared/datasets/ragtruth-other/data2txt.jsonl --sample 100  # other tasks
 
 Runs `auditor check --answers` over ../shared/datasets/ragtruth-qa/dev.jsonl (resumable: the
 out dir keeps what was judged; re-running with the same --out only re-scores) and prints,
@@ -68,6 +70,19 @@ def main() -> None:
     parser.add_argument("--split", choices=["check", "tune", "all"], default="all")
     parser.add_argument("--cv", action="store_true", help="5-fold cross-validation by question.")
     parser.add_argument("--limit", type=int)
+    parser.add_argument(
+        "--data",
+        type=Path,
+        action="append",
+        help="Labelled answers in RAGTruth's record shape (repeatable; default: RAGTruth QA dev). "
+        "A context longer than a chunk is split as `auditor ingest` would.",
+    )
+    parser.add_argument(
+        "--sample",
+        type=int,
+        help="A stratified sample of this many answers: equal shares of each file, each "
+        "half hallucinated where it can be (by a hash of the id: the same every run).",
+    )
     parser.add_argument("--out", type=Path, help="Run dir to write/resume (default: a temp dir).")
     parser.add_argument("--judge", type=Path)
     parser.add_argument("--set", dest="set_items", action="append", default=[])
@@ -103,7 +118,7 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
 
-    rows = [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines()]
+    rows = load_rows(args.data or [DEV], args.sample)
     rows = [r for r in rows if args.split == "all" or split_of(str(r["source_id"])) == args.split]
     # interleave labels so a --limit keeps both classes
     rows.sort(key=lambda r: hashlib.sha256(r["id"].encode()).hexdigest())
@@ -162,6 +177,50 @@ def main() -> None:
         "baselines (RAGTruth QA, response level): HHEM-2.1-Open 0.743, GPT-4 judge 0.741 balanced accuracy"
     )
     print(f"bench wall time {time.perf_counter() - started:.0f} s")
+
+
+def load_rows(paths: list[Path], sample: int | None) -> list[dict[str, Any]]:
+    """The labelled answers of `paths`; with `sample`, an equal share of each file, half of
+    each share hallucinated (as far as the file has them), picked by a hash of the id; long
+    contexts split into the auditor's chunks."""
+    picked: list[dict[str, Any]] = []
+    for n, path in enumerate(paths):
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        if sample is not None:
+            share = sample // len(paths) + (n < sample % len(paths))
+            by_hash = sorted(rows, key=lambda r: hashlib.sha256(r["id"].encode()).hexdigest())
+            bad = [r for r in by_hash if r["hallucinated"]]
+            good = [r for r in by_hash if not r["hallucinated"]]
+            take_bad = min(len(bad), max(share // 2, share - len(good)))
+            rows = bad[:take_bad] + good[: share - take_bad]
+        picked.extend(rows)
+    if any(len(c) > CHUNK_CHARS for r in picked for c in r["contexts"]):
+        split = context_splitter()
+        for row in picked:
+            row["contexts"] = [piece for c in row["contexts"] for piece in split(c)]
+    return picked
+
+
+# contexts longer than this are split into chunks (a RAGTruth summary source is one article)
+CHUNK_CHARS = 1500
+
+
+def context_splitter() -> Any:
+    """Split a text into chunks as `auditor ingest` does (the default chunking settings)."""
+    from auditor.config import ChunkingConfig
+    from auditor.ingest.chunking import chunk_document, make_splitter
+    from auditor.types import Document, Page
+
+    embedder = load_embedder(EmbedderConfig())
+    splitter = make_splitter(ChunkingConfig(), embedder.tokenize, embedder.identity.max_tokens)
+
+    def split(text: str) -> list[str]:
+        if len(text) <= CHUNK_CHARS:
+            return [text]
+        document = Document("context", "", len(text), "txt", (Page(number=1, text=text),))
+        return [piece.text for piece in chunk_document(document, splitter)]
+
+    return split
 
 
 def redecided(checks: list[dict[str, Any]], items: list[Any], config: Any) -> list[dict[str, Any]]:
@@ -273,7 +332,7 @@ def _print_claims(
     )
 
 
-FAITHFULNESS_STAGES = ("claims", "entailment", "quote")
+FAITHFULNESS_STAGES = ("claims", "premise", "entailment", "quote")
 
 
 def report_cost(checks: list[dict[str, Any]]) -> None:

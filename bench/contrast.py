@@ -70,6 +70,13 @@ def contrast_figures(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="Run dir to write/resume (default: a temp dir).")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=CONTRAST,
+        help="The contrast set (default: the bundled one, which tuned the rules; "
+        "corpora/kestrel/contrast-fresh.jsonl is the test set written before any tuning).",
+    )
     parser.add_argument("--judge", type=Path)
     parser.add_argument("--set", dest="set_items", action="append", default=[])
     parser.add_argument(
@@ -91,11 +98,11 @@ def main() -> None:
     started = time.perf_counter()
     labels = {
         row["id"]: row
-        for row in (json.loads(line) for line in CONTRAST.read_text(encoding="utf-8").splitlines())
+        for row in (json.loads(line) for line in args.data.read_text(encoding="utf-8").splitlines())
     }
     out = args.out or Path(tempfile.mkdtemp(prefix="auditor-contrast-"))
     config = load_judge(args.judge, dict(parse_set_option(s) for s in args.set_items))
-    items = import_answers(CONTRAST, out)
+    items = import_answers(args.data, out)
     check_run([(out, items)], config)
     checks = read_jsonl(out / "checks.jsonl")
     if args.redecide:
