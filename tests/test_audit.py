@@ -354,3 +354,39 @@ def test_an_audit_mixes_a_deployed_service_with_a_model_it_serves(
     assert "our-service" in html and "candidate" in html
     assert "server, concurrency 8" in html and "offline batch" in html
     assert "not measurable (no contexts returned)" in html
+
+
+def test_a_listing_error_is_shown_apart_and_escaped(
+    corpus: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A claim the judge listed that the answer does not make (here, with markup in it) is
+    dropped from the verdicts and shown under its answer as a listing error, escaped."""
+    index, questions = corpus
+    invented = "The T9 has a <b>keep-warm</b> mode."
+
+    class Inventing(FakeJudge):
+        def _answer(self, call: Any) -> dict[str, Any]:
+            reply = super()._answer(call)
+            if "claims" in reply:
+                reply["claims"] = reply["claims"] + [invented]
+            return reply
+
+    answer = "Unopened thermostats can be returned within 30 days of delivery."
+    out = tmp_path / "audit"
+    run_audit(
+        [_pipeline("one")],
+        questions,
+        index,
+        out,
+        JudgeConfig(metrics=["faithfulness"]),
+        history_path=None,
+        generator_factory=lambda *a, **k: FakeGenerator().enqueue(answer, answer),
+        judge_factory=lambda config: Inventing(),
+        embed=FakeEmbedder().embed,
+    )
+    checks = [json.loads(line) for line in (out / "one" / "checks.jsonl").read_text().splitlines()]
+    assert [e["text"] for e in checks[0]["listing_errors"]] == [invented]
+    assert invented not in [c["text"] for c in checks[0]["claims"]]
+    html = (out / "report.html").read_text()
+    assert "listed claim the answer does not make, dropped (listing errors)" in html
+    assert "The T9 has a &lt;b&gt;keep-warm&lt;/b&gt; mode." in html and invented not in html

@@ -198,6 +198,8 @@ def _question_views(run: RunArtifacts, index: int) -> dict[str, dict[str, Any]]:
             "support_score": (check or {}).get("support_score"),
             "context_precision": (check or {}).get("context_precision"),
             "judge_failures": (check or {}).get("judge_failures", []),
+            # listed claims the answer does not make (premise check): dropped, shown apart
+            "listing_errors": (check or {}).get("listing_errors", []),
             "output_tokens": record.get("output_tokens"),
             "ttft_s": record.get("ttft_s"),
             "e2e_s": record.get("e2e_s"),

@@ -99,7 +99,9 @@ def align_span(claim: str, answer: str) -> tuple[int, int] | None:
 
 def support_score(claims: Sequence[Claim]) -> float | None:
     """The answer's score: its least supported claim's p_supported (an answer is only as
-    faithful as its worst claim). None without judged claims or without probabilities."""
+    faithful as its worst claim). None without judged claims or without probabilities.
+    Evidence: RAGTruth AUROC 0.809 for the minimum vs 0.738-0.808 for the mean, the two lowest,
+    the geometric mean and a length-adjusted minimum (README Evidence, 2026-12-04)."""
     judged = [c.p_supported for c in claims if c.verdict != "unverifiable"]
     if not judged or any(p is None for p in judged):
         return None

@@ -154,7 +154,8 @@ def claim_decision(
     if not judgements:
         return "unverifiable", None, [], []
     if kind == "abstention":
-        # decided at even odds: the threshold is tuned for facts, not for this question
+        # decided at even odds: the threshold is tuned for facts, not for this question.
+        # Rule, error class: a correct abstention flagged as a hallucination; not isolated.
         holds = [_p_holds(j) for j in judgements]
         against = [j.chunk_id for j, h in zip(judgements, holds, strict=True) if h < 0.5]
         p = min(holds) if all(j.probabilities is not None for j in judgements) else None

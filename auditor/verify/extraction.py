@@ -122,7 +122,10 @@ _LETTER_WORD = re.compile(r"[^\W\d_]{2,}")
 
 
 def without_attribution(claim: str) -> str:
-    """The claim without a leading "Passage 2 states that" / "According to the passages,"."""
+    """The claim without a leading "Passage 2 states that" / "According to the passages,".
+
+    Rule, error class: an attribution checked as a fact about a passage number the judge
+    cannot see. Evidence: not isolated; part of every logic measured since 2026-12-03."""
     match = _ATTRIBUTION.match(claim)
     if match is None:
         return claim
@@ -200,7 +203,10 @@ _STOPWORDS = frozenset(
 def refusal_claim(claim: str, question: str) -> str:
     """A refusal's claim as something checkable: "Unable to answer based on the passages" says
     the sources do not answer the question, so it becomes exactly that; a refusal that names
-    what is missing (two or more words of its own) stays as it is."""
+    what is missing (two or more words of its own) stays as it is.
+
+    Rule, error class: a clean refusal judged as an unsupported statement (stock RAGAS flags
+    every one). Evidence: RAGTruth QA dev holds one such answer; not isolated."""
     asked = {w for w in _words(question) if w not in _STOPWORDS}
     said = {w for w in _words(claim) if w not in _STOPWORDS and w not in _FILLER}
     if len(said) >= 2 or (asked and asked <= said):
@@ -223,7 +229,8 @@ def refusal_claims(item: AnswerItem) -> list[Claim]:
 
 def is_garbage(claim: str) -> bool:
     """Not a statement: fewer than three words, or a judge's chat or JSON debris
-    (seen: ']}Human: Can you provide ...', ']}' followed by markup)."""
+    (seen: ']}Human: Can you provide ...', ']}' followed by markup).
+    Rule, error class: output debris checked as a claim. A parsing guard, not a verdict rule."""
     text = claim.strip()
     return (
         len(_LETTER_WORD.findall(text)) < 3
@@ -241,7 +248,9 @@ def is_question_echo(claim: str, question: str, answer: str) -> bool:
     """A "claim" that is a question, or repeats a sentence of the question the answer never says.
 
     Small judges copy the user's own words ("Something came up and I need to cancel") into
-    the claims; those are not the answer's to defend.
+    the claims; those are not the answer's to defend. Rule, error class: claims taken from the
+    question (the premise check, `premise.py`, catches the reworded ones). Evidence: not
+    isolated.
     """
     text = claim.strip()
     if text.endswith("?"):
@@ -285,6 +294,9 @@ def uncovered_sentences(answer: str, claims: list[str], question: str) -> list[s
     the claims is checked as written (list marker, citation and attribution removed; clauses
     split at ";"); list headers ending in ":", questions, abstentions, question echoes and
     fragments of fewer than four content words are not statements to check.
+    Rule, error class: statements the claim list dropped go unchecked. Evidence: RAGTruth QA
+    dev 5-fold CV balanced accuracy 0.700 -> 0.753 (paired gain -0.002..+0.119), AUROC
+    0.739 -> 0.797 (+0.009..+0.114), logic 2026-12-04.1 (README Evidence).
     """
     said = _word_stems(claims)
     found = []

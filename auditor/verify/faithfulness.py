@@ -106,6 +106,9 @@ def rank_chunks(
     A chunk that writes every figure of the claim comes first (a figure is the sharpest sign of
     where a fact came from); then the chunk with the sentence closest to the claim. Sentences,
     not whole chunks, are compared: the embedder reads only a chunk's first 256 word pieces.
+    Rule, error class: a claim checked against chunks that are not its source. Evidence for
+    the count: every chunk instead of the 2 likeliest lowered RAGTruth CV 0.753 -> 0.707
+    (README Evidence); the figure-first order is not isolated.
     """
     import numpy as np
 
@@ -143,7 +146,8 @@ def listed_claims(item: AnswerItem, extracted: list[str], config: JudgeConfig) -
     texts = [t for t in texts if not is_garbage(t) and not is_question_echo(t, item.question, body)]
     if not abstains(body):
         # a claim that the sources lack something, from an answer that never says so, is the
-        # judge imitating its examples (seen: "The documents do not say who designed it")
+        # judge imitating its examples (seen: "The documents do not say who designed it").
+        # Rule, error class: abstentions the answer never made; evidence: not isolated.
         texts = [t for t in texts if claim_kind(t) == "fact"]
     if not texts:
         return [

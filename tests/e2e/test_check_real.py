@@ -87,6 +87,46 @@ def test_real_judge_separates_a_right_and_a_wrong_claim(
     assert rows["wrong"]["hallucinated"] is True and rows["right"]["hallucinated"] is False
 
 
+# A chunk silent about what the answers below deny (written for this test; no corpus text)
+LOUNGE = (
+    "The Harbour Line ferry sails from Pier 4 every 40 minutes between 6:00 and 22:00. The "
+    "crossing takes 25 minutes. Tickets are sold at the pier kiosk and in the Harbour Line app."
+)
+
+
+def test_invented_negative_facts_are_flagged_and_abstentions_hold(
+    judge: Judge, real_embedder: Any, tmp_path: Path
+) -> None:
+    """An invented negative fact ("there is no fee", "not available", "stores no data") is a
+    fact about the world: against a chunk silent about it, it is not supported. An honest
+    abstention about the same chunk holds, and a correct answer whose claim list may add the
+    question's own premise is not flagged."""
+    ask = "What should I know about the Harbour Line ferry?"
+    answers = {
+        "no-fee": "There is no fee for taking a bicycle on the Harbour Line ferry.",
+        "not-eu": "Harbour Line tickets are not available to buy with EU debit cards.",
+        "no-data": "The Harbour Line app stores no payment data on the phone.",
+        "abstains": "The passages do not say whether bicycles are allowed on the ferry.",
+        "correct": "The ferry leaves Pier 4 every 40 minutes, and the crossing takes 25 minutes.",
+    }
+    questions = {"correct": "Does the Harbour Line ferry have a cafe on board?"}
+    items = [
+        AnswerItem(key, questions.get(key, ask), text, None, [("ferry#0", LOUNGE)])
+        for key, text in answers.items()
+    ]
+    check_items(items, tmp_path, _faithfulness_only(), judge, real_embedder.embed)
+    rows = {row["id"]: row for row in read_jsonl(tmp_path / "checks.jsonl")}
+    for key in ("no-fee", "not-eu", "no-data"):
+        assert rows[key]["hallucinated"] is True, rows[key]
+        assert all(c["kind"] == "fact" for c in rows[key]["claims"]), rows[key]["claims"]
+    assert rows["abstains"]["hallucinated"] is False, rows["abstains"]
+    assert {c["kind"] for c in rows["abstains"]["claims"]} == {"abstention"}
+    assert rows["correct"]["hallucinated"] is False, rows["correct"]
+    # every listed claim went through the premise check, and the counts add up
+    for row in rows.values():
+        assert len(row.get("listing_errors", [])) <= row.get("listed_claims", 0)
+
+
 def test_real_judge_on_ragtruth_records(
     judge: Judge, real_embedder: Any, ragtruth: Path, tmp_path: Path
 ) -> None:
