@@ -37,7 +37,7 @@ from auditor.verify.base import (
 )
 from auditor.verify.claims import answer_outcome, faithfulness, support_score
 from auditor.verify.entailment import label_probabilities
-from auditor.verify.extraction import refusal_claims, source_sentence
+from auditor.verify.extraction import refusal_claims, source_sentence, written_in
 from auditor.verify.faithfulness import (
     ClaimChecks,
     apply_quote,
@@ -70,7 +70,7 @@ CHECK_SCHEMA_VERSION = 1
 # The verdict logic's version (prompts, claim rules, decision): recorded with every check and
 # part of a calibration's fingerprint. Bump it whenever a change can move a verdict or
 # p_supported, and re-make auditor/calibrations/ (bench/agreement.py --write-calibration).
-VERDICT_LOGIC = "2026-12-05.1"  # + claims checked against their answer; kinds by subject
+VERDICT_LOGIC = "2026-12-05.2"  # + listed facts checked against their answer; kinds by subject
 
 
 @dataclass
@@ -428,7 +428,7 @@ def _check_batch(
             for item in batch
             if outcomes[item.id] != "refusal"
             for index, claim in enumerate(listed.get(item.id, []))
-            if claim.origin == "judge"
+            if _needs_premise_check(claim, item, config)
         ]
         premise_replies = asker.ask(
             premise_calls, f"stage {next(stage)}/{stages}: claims vs answer"
@@ -533,6 +533,18 @@ def _check_batch(
 
 def _body(item: AnswerItem, config: JudgeConfig) -> str:
     return item.answer[: config.max_answer_chars]
+
+
+def _needs_premise_check(claim: Claim, item: AnswerItem, config: JudgeConfig) -> bool:
+    """Listed fact claims not written word for word in the answer. The listing errors the
+    premise check exists for (a claim from the question, a flipped meaning, an abstention
+    turned into a fact) are all facts; a listed abstention the answer never made is already
+    dropped (`listed_claims`)."""
+    return (
+        claim.origin == "judge"
+        and claim.kind == "fact"
+        and not written_in(claim.text, _body(item, config))
+    )
 
 
 def _row(

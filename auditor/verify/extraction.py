@@ -34,6 +34,7 @@ __all__ = [
     "refusal_claims",
     "source_sentence",
     "uncovered_sentences",
+    "written_in",
 ]
 
 _INSTRUCTIONS = """You list the factual claims that an ANSWER makes.
@@ -292,8 +293,9 @@ def uncovered_sentences(answer: str, claims: list[str], question: str) -> list[s
     "Unable to answer based on given passages." listed as that refusal alone), and what is
     never listed is never checked. Each sentence whose content words are mostly missing from
     the claims is checked as written (list marker, citation and attribution removed; clauses
-    split at ";"); list headers ending in ":", questions, abstentions, question echoes and
-    fragments of fewer than four content words are not statements to check.
+    split at ";"); an abstention as an abstention (it holds unless a chunk gives what it says
+    is missing); list headers ending in ":", questions, question echoes and fragments of fewer
+    than four content words are not statements to check.
     Rule, error class: statements the claim list dropped go unchecked. Evidence: RAGTruth QA
     dev 5-fold CV balanced accuracy 0.700 -> 0.753 (paired gain -0.002..+0.119), AUROC
     0.739 -> 0.797 (+0.009..+0.114), logic 2026-12-04.1 (README Evidence).
@@ -302,7 +304,7 @@ def uncovered_sentences(answer: str, claims: list[str], question: str) -> list[s
     found = []
     for start, end in sentence_spans(answer):
         sentence = _CITATION.sub("", _LIST_MARKER.sub("", answer[start:end])).strip()
-        if sentence.endswith((":", "?")) or claim_kind(sentence) == "abstention":
+        if sentence.endswith((":", "?")):
             continue
         # clauses apart: the claims may carry one and not the other
         for clause in re.split(r";\s*", without_attribution(sentence)):
@@ -335,6 +337,49 @@ def source_sentence(span: tuple[int, int] | None, answer: str, question: str) ->
             sentence = sentence[0].upper() + sentence[1:]
             return sentence if sentence[-1] in ".!" else sentence + "."
     return None
+
+
+# words a claim may add to what the answer wrote without saying anything new
+_GLUE = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "to",
+        "in",
+        "on",
+        "for",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "that",
+        "this",
+        "it",
+        "its",
+        "with",
+        "by",
+        "as",
+        "at",
+        "from",
+    ]
+)
+
+
+def written_in(claim: str, answer: str) -> bool:
+    """Whether every word of the claim (negations included; articles and the like aside)
+    is written in the answer: such a claim is the answer's own wording, made by it.
+
+    Rule, error class: the premise check dropping a claim the answer wrote word for word (the
+    1.5B judge called "Diet does not significantly affect oily skin." unknown against an answer
+    saying exactly that); a claim taken from the question, a flipped meaning ("not" added) or
+    an abstention turned into a fact has a word the answer lacks, and goes to the judge."""
+    written = {_stem(w) for w in _words(answer)}
+    return all(_stem(w) in written for w in _words(claim) if w not in _GLUE)
 
 
 # words that make no statement of their own ("Yes to both.")

@@ -11,7 +11,9 @@ as written instead, so nothing the answer said goes unchecked.
 The answer is the premise: one short label per listed claim, read from the first token's
 log-probabilities like the claim-chunk labels. The question and answer come first and the claim
 last, so every claim of one answer shares the prompt prefix. A claim is kept unless a label
-other than "true" is the likeliest: no threshold is fitted here.
+other than "true" is the likeliest: no threshold is fitted here. Only listed fact claims whose
+words the answer does not all write are asked (`check._needs_premise_check`): the 1.5B judge
+labels a claim copied from the answer, or an abstention, "unknown" about as often as not.
 """
 
 from __future__ import annotations

@@ -62,8 +62,9 @@ def test_a_claim_taken_from_the_question_is_dropped_and_counted(tmp_path: Path) 
     assert error["written"] == "unknown" and error["probabilities"]["true"] < 0.5
     manifest = json.loads((tmp_path / CHECK_MANIFEST).read_text())
     assert manifest["listing"] == {"listed_claims": 2, "listing_errors": 1}
+    # one call: the claim the answer writes word for word needs none
     premise_calls = [c for c in judge.calls if c.key.stage == "premise"]
-    assert len(premise_calls) == 2  # one per listed claim, none for answer sentences
+    assert len(premise_calls) == 1 and "keep-warm" in premise_calls[0].prompt
 
 
 def test_without_the_premise_check_the_invented_claim_flags_a_correct_answer(
@@ -127,6 +128,40 @@ def test_a_refusal_claims_its_own_sentences(tmp_path: Path) -> None:
     assert row["outcome"] == "refusal"
     assert [(c["text"], c["kind"]) for c in row["claims"]] == [(answer, "abstention")]
     assert not [c for c in judge.calls if c.key.stage in {"claims", "premise"}]
+
+
+def test_only_facts_the_answer_does_not_write_are_asked() -> None:
+    """Words the answer writes (negations included) make a claim its own; a word it lacks
+    (the question's, an added "not") sends the claim to the judge."""
+    from auditor.verify.extraction import written_in
+
+    answer = "It is important to note that diet does not significantly affect oily skin."
+    assert written_in("Diet does not significantly affect oily skin.", answer)
+    assert not written_in("Diet significantly affects oily skin, not genes.", "Diet affects skin.")
+    assert not written_in(
+        "The trial is not available for 30 days.", "The trial is available for 30 days."
+    )
+    assert not written_in("The kettle has a keep-warm mode.", "The kettle boils 1.7 litres.")
+    assert not written_in(
+        "The course does not award a certificate.",
+        "I can't tell from the passages whether the course awards a certificate.",
+    )
+
+
+def test_an_uncovered_abstention_sentence_is_checked_as_an_abstention(tmp_path: Path) -> None:
+    """A sentence saying the sources lack something, which no listed claim carries, is checked
+    as written, as an abstention (before: skipped, so a wrong abstention went unchecked)."""
+    answer = (
+        "The Brio kettle boils 1.7 litres in four minutes. The passages do not say whether "
+        "the Brio kettle switches itself off when the water boils."
+    )
+    judge = FakeJudge()
+    judge.claims_listed = 1
+    row = _check(tmp_path, judge, answer)
+    kinds = [(c["kind"], c["origin"], c["verdict"]) for c in row["claims"]]
+    # the chunk says it switches itself off: the abstention is contradicted
+    assert kinds == [("fact", "judge", "supported"), ("abstention", "sentence", "contradicted")]
+    assert row["hallucinated"] is True
 
 
 def test_stated_reads_the_likeliest_label() -> None:
