@@ -6,10 +6,9 @@ the rule buys on data it was not written from. Judges nothing.
 
 RUN is a run dir of `bench/agreement.py --out` or `bench/contrast.py --out`. The rules:
   - figure veto (`figures.missing_figures`): a figure of the claim that a chunk never writes
-    vetoes support by that chunk;
-  - figure binding (`figures.misbound_figures`): a chunk that gives the claim's figure to
-    another subject contradicts it.
-Each is removed in turn (the claims decided again from their stored chunk judgements, as
+    vetoes support by that chunk.
+(The figure-binding guard was measured here too, changed no verdict on data it was not
+written from, and was removed in verdict logic 2026-12-05.2.) Each is removed in turn (the claims decided again from their stored chunk judgements, as
 `--redecide` does), then scored as `bench/paired.py` scores two arms: agreement by 5-fold CV
 with the gain's interval over questions; contrast at the threshold.
 """
@@ -38,7 +37,7 @@ from bench.paired import CONTRAST, RESULTS, _cpu, _judge, compare_agreement, com
 @contextmanager
 def without(rule: str) -> Iterator[None]:
     """The decision with one rule switched off."""
-    name = {"figure veto": "missing_figures", "figure binding": "misbound_figures"}[rule]
+    name = {"figure veto": "missing_figures"}[rule]
     original = getattr(faithfulness, name)
     setattr(faithfulness, name, lambda *args: [])
     try:
@@ -68,7 +67,7 @@ def main() -> None:
     checks = [r for r in read_jsonl(args.run / "checks.jsonl") if r["id"] in gold]
     with_rules = {r["id"]: r for r in redecided(checks, items, config)}
     figures: dict[str, Any] = {}
-    for rule in ("figure veto", "figure binding"):
+    for rule in ("figure veto",):
         with without(rule):
             off = {r["id"]: r for r in redecided(checks, items, config)}
         changed = sum(

@@ -12,9 +12,8 @@ Design (measured in the README's agreement section):
 - Instructions and the chunk come first and the claim last, so every claim checked against
   the same chunk shares the prompt prefix: vLLM's prefix cache computes the chunk once.
 - A figure of the claim that the chunk does not contain vetoes support by that chunk whatever
-  the judge says (a wrong number is the commonest subtle error; small judges miss it), and a
-  figure the chunk gives to another subject makes the chunk contradict the claim
-  (`auditor/verify/figures.py`).
+  the judge says (a wrong number is the commonest subtle error; small judges miss it;
+  `auditor/verify/figures.py`).
 """
 
 from __future__ import annotations
@@ -97,7 +96,9 @@ class ChunkJudgement:
     probabilities: dict[str, float] | None  # over LABELS; None without log-probabilities
     written: str | None  # the label the judge wrote
     vetoed: list[str]  # figures of the claim the chunk lacks
-    misbound: list[str] = field(default_factory=list)  # figures it gives another subject
+    # figures the chunk gives another subject: the figure-binding guard, removed in verdict
+    # logic 2026-12-05.2 (never computed now; kept so stored checks read back the same)
+    misbound: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         probabilities = (

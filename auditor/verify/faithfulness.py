@@ -31,7 +31,7 @@ from auditor.verify.extraction import (
     uncovered_sentences,
     without_attribution,
 )
-from auditor.verify.figures import misbound_figures, missing_figures
+from auditor.verify.figures import missing_figures
 
 __all__ = [
     "ClaimChecks",
@@ -227,12 +227,10 @@ def _guarded(
 ) -> ChunkJudgement:
     """The judge's word on one chunk with the figure guards applied."""
     vetoed: list[str] = []
-    misbound: list[str] = []
     if claim.kind == "fact":
         # figures the question gave are its premises, not facts the chunk must state
         vetoed = missing_figures(claim.text, text + "\n" + item.question)
-        misbound = misbound_figures(claim.text, text)
-    return ChunkJudgement(chunk_id, probabilities, written, vetoed, misbound)
+    return ChunkJudgement(chunk_id, probabilities, written, vetoed)
 
 
 def _settle(
@@ -268,10 +266,6 @@ def _reason(claim: Claim, judgements: list[ChunkJudgement]) -> str:
     if claim.verdict == "supported":
         return "the evidence states the claim"
     if claim.verdict == "contradicted":
-        misbound = next((j for j in judgements if j.misbound), None)
-        if misbound is not None:
-            figures = ", ".join(misbound.misbound[:3])
-            return f"the chunk gives {figures} for another subject than the claim's"
         return "a checked chunk says otherwise"
     if vetoed and len(vetoed) == len(judgements):
         return f"the checked chunks never mention {', '.join(vetoed[0].vetoed[:3])}"

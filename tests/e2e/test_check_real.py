@@ -172,6 +172,12 @@ def _contrast_rows() -> list[dict[str, Any]]:
     return [json.loads(line) for line in CONTRAST.read_text(encoding="utf-8").splitlines()]
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason="the figure-binding guard that contradicted '6 sensors on a T9 Pro' was written from "
+    "this one answer and changed no verdict on data it was not written from (RAGTruth, the fresh "
+    "contrast set): removed in verdict logic 2026-12-05.2; the 1.5B judge alone approves it",
+)
 def test_the_demos_contradictory_answers_are_not_both_supported(
     judge: Judge, real_embedder: Any, tmp_path: Path
 ) -> None:

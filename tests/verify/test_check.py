@@ -462,67 +462,6 @@ def test_missing_figures() -> None:
     assert missing_figures("As passages 1 and 3 say, Kestrel charges 15% [4].", passage) == []
 
 
-@pytest.mark.parametrize(
-    ("claim", "passage", "misbound"),
-    [
-        # a figure the chunk gives another product, tier or membership
-        (
-            "A T9 Pro takes up to 6 sensors.",
-            "Up to 6 sensors on the T9 and up to 10 on the T9 Pro.",
-            ["6"],
-        ),
-        (
-            "A T9 Pro takes up to 10 sensors.",
-            "Up to 6 sensors on the T9 and up to 10 on the T9 Pro.",
-            [],
-        ),
-        (
-            "The T9 takes up to 6 sensors.",
-            "Up to 6 sensors on the T9 and up to 10 on the T9 Pro.",
-            [],
-        ),
-        (
-            "The Premium plan costs $5 a month.",
-            "The Basic plan costs $5 a month, the Premium plan $12.",
-            ["5"],
-        ),
-        (
-            "The Basic plan costs $5 a month.",
-            "The Basic plan costs $5 a month, the Premium plan $12.",
-            [],
-        ),
-        (
-            "Kestrel Plus members get 30 days.",
-            "Returns within 30 days, or 60 days for Kestrel Plus members.",
-            ["30"],
-        ),
-        # which figure goes with what is unclear or the claim names both: silent
-        ("In 2023 the fee was $10.", "In 2022 the fee was $10 and in 2023 it rose to $15.", []),
-        (
-            "France lost Indochina in 1945.",
-            "The UK lost India in 1947, and France lost Indochina in 1945.",
-            [],
-        ),
-        (
-            "Apple was incorporated in 1977.",
-            "Apple was incorporated January 3, 1977 without Wayne.",
-            [],
-        ),
-        ("It lasts 2 years.", "The T9 warranty lasts 2 years and the T9 Pro warranty 3 years.", []),
-        # another sentence writes the figure for the claim's subject: not misbound
-        (
-            "The T9 Pro takes 6 sensors.",
-            "Up to 6 sensors on the T9 and up to 10 on the T9 Pro. The T9 Pro ships with 6 sensors.",
-            [],
-        ),
-    ],
-)
-def test_misbound_figures(claim: str, passage: str, misbound: list[str]) -> None:
-    from auditor.verify.figures import misbound_figures
-
-    assert misbound_figures(claim, passage) == misbound
-
-
 def test_a_chunk_giving_the_figure_to_another_subject_contradicts_the_claim() -> None:
     """Whatever the judge's probability, a misbound chunk neither supports nor stays silent."""
     from auditor.verify.entailment import ChunkJudgement, claim_decision
