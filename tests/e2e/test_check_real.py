@@ -245,4 +245,5 @@ def test_contrast_set_floors(judge: Judge, real_embedder: Any, tmp_path: Path) -
     assert figures["wrong"] == 12 and figures["correct"] == 12
     assert figures["wrong_flagged"] >= WRONG_FLAGGED_FLOOR, figures
     assert figures["correct_flagged"] <= CORRECT_FLAGGED_CEILING, figures
-    assert figures["wrong_flagged"] - figures["correct_flagged"] >= 0.25, figures
+    # three answers of 12 or more apart (a tolerance for float arithmetic: 8/12 - 5/12)
+    assert figures["wrong_flagged"] - figures["correct_flagged"] >= 0.25 - 1e-9, figures
