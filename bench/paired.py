@@ -75,7 +75,7 @@ def main() -> None:
         result = {
             "bench": f"paired {args.kind}",
             "note": args.note,
-            "data": [str(p) for p in args.data or [default]],
+            "data": [_relative(p) for p in args.data or [default]],
             "answers": len(shared),
             "date": time.strftime("%Y-%m-%d"),
             "cpu": _cpu(),
@@ -211,6 +211,16 @@ def _with_interval(
         "low": round(values[int(0.025 * ROUNDS)], 4),
         "high": round(values[int(0.975 * ROUNDS) - 1], 4),
     }
+
+
+def _relative(path: Path) -> str:
+    """A data path as the repo names it (../shared/..., corpora/...), never a machine's."""
+    root = Path(__file__).resolve().parents[1]
+    resolved = path.resolve()
+    for base, prefix in ((root, ""), (root.parent / "shared", "../shared/")):
+        if resolved.is_relative_to(base):
+            return prefix + str(resolved.relative_to(base))
+    return path.name
 
 
 def _cpu() -> dict[str, Any]:

@@ -31,7 +31,15 @@ from auditor.config import JudgeConfig
 from auditor.store import read_jsonl
 from auditor.verify.check import import_answers
 from bench.agreement import DEV, redecided
-from bench.paired import CONTRAST, RESULTS, _cpu, _judge, compare_agreement, compare_contrast
+from bench.paired import (
+    CONTRAST,
+    RESULTS,
+    _cpu,
+    _judge,
+    _relative,
+    compare_agreement,
+    compare_contrast,
+)
 
 
 @contextmanager
@@ -91,7 +99,7 @@ def main() -> None:
                 {
                     "bench": f"rules {args.kind}",
                     "note": "before = the rule off, after = the rule on (as shipped)",
-                    "data": [str(p) for p in paths],
+                    "data": [_relative(p) for p in paths],
                     "answers": len(checks),
                     "date": time.strftime("%Y-%m-%d"),
                     "cpu": _cpu(),
