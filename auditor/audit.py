@@ -10,19 +10,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from auditor.calibrate import Calibration
 from auditor.config import JudgeConfig, PipelineConfig
 from auditor.errors import BadInput
+from auditor.files import write_text_atomic
 from auditor.gates import Gate, GateResult, evaluate_gates
 from auditor.history import list_audits, record_audit
-from auditor.ingest.manifest import write_text_atomic
-from auditor.report import RunArtifacts, load_run, render_report, write_summary
+from auditor.report import render_report
+from auditor.results import RunArtifacts, load_run, write_summary
 from auditor.run import RunCallbacks, run_pipeline
-
-if TYPE_CHECKING:
-    from auditor.calibrate import Calibration
-    from auditor.verify.check import OnStageCalls
+from auditor.verify.answers import choose_sources
+from auditor.verify.check import OnStageCalls, check_run, items_from_run
 
 __all__ = ["AuditOutcome", "finish_audit", "run_audit"]
 
@@ -99,8 +99,6 @@ def run_audit(
     With a calibration, the judge decides at the calibration's threshold (its sensitivity and
     specificity were measured there) and the summaries carry corrected rates.
     """
-    from auditor.verify.answers import choose_sources
-    from auditor.verify.check import check_run, items_from_run
 
     if calibration is not None:
         judge_config = calibration.judge_config(judge_config)  # refuses another judge's settings

@@ -13,14 +13,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from auditor.goodput import RequestRow, request_rows, sample_figures
-
-if TYPE_CHECKING:
-    from auditor.report import RunArtifacts
+from auditor.results import RunArtifacts, pipeline_settings
 
 __all__ = ["PairedDifference", "compare_pair", "headline"]
 
@@ -69,8 +66,6 @@ def compare_pair(
     a: RunArtifacts, b: RunArtifacts, figure: str, *, rounds: int = 1000, seed: int = 0
 ) -> PairedDifference:
     """The paired difference of one summary figure between two runs with written summaries."""
-    from auditor.report import pipeline_settings
-
     rows_a, rows_b = _rows_by_id(a), _rows_by_id(b)
     shared = sorted(set(rows_a) & set(rows_b))
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from auditor.calibration import JudgeAccuracy
+from auditor.calibration import JudgeAccuracy, rogan_gladen
 from auditor.config import ALL_JUDGE_METRICS, GoodputConfig, SLOConfig
 
 __all__ = ["METRICS", "RequestRow", "request_rows", "sample_figures", "summarize"]
@@ -236,7 +236,6 @@ def _corrected(
 ) -> dict[str, float | None]:
     """The hallucination rate, quality weight and goodput with the claim rate corrected for
     the judge's error (Rogan-Gladen); None where the correction is undefined."""
-    from auditor.calibration import rogan_gladen
 
     judged = figures["hallucination_rate"]
     weight = figures["quality_weight"]

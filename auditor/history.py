@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import BadInput
+from auditor.files import utc_now
 from auditor.goodput import CORRECTED, METRICS
-from auditor.ingest.manifest import utc_now
 
 __all__ = [
     "AuditRow",

@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from types import FrameType
 
+from auditor.generate.reaper import kill_engines
+
 __all__ = ["install_interrupt_handler", "interrupted", "raise_if_interrupted"]
 
 REDELIVER_S = 3.0
@@ -50,7 +52,6 @@ def _watchdog(main_id: int) -> None:
 
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
-    from auditor.generate.reaper import kill_engines
 
     if not _seen.is_set():
         _seen.set()

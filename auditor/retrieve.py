@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from auditor.config import EmbedderConfig
 from auditor.errors import BadInput
+from auditor.ingest import embed
 from auditor.ingest.embed import Embedder
 from auditor.ingest.manifest import MANIFEST_NAME, IndexManifest, read_manifest
 from auditor.llama import import_llama_core, silence_stdout
@@ -33,8 +35,6 @@ class Retriever:
     @classmethod
     def open(cls, index_dir: Path, *, device: str = "cpu", batch_size: int = 64) -> Retriever:
         """Open an index with the embedder its manifest names."""
-        from auditor.config import EmbedderConfig
-        from auditor.ingest import embed
 
         manifest = read_manifest(index_dir)
         embedder = embed.load_embedder(

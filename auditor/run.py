@@ -18,12 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from auditor import generate
 from auditor.config import SELF_RETRIEVING, PipelineConfig, config_sha256
 from auditor.errors import AuditorError, BadInput
+from auditor.files import utc_now
 from auditor.generate.base import GenRequest, GenResult
 from auditor.generate.prompts import build_messages
-from auditor.ingest.manifest import MANIFEST_NAME, read_manifest, utc_now
+from auditor.ingest.manifest import MANIFEST_NAME, read_manifest
 from auditor.questions import Question, load_questions
+from auditor.retrieve import Retriever
 from auditor.store import (
     ENGINE_LOG,
     RUN_SCHEMA_VERSION,
@@ -202,8 +205,6 @@ def run_pipeline(
             index, or a run dir that holds another audit.
         AuditorError: every request failed.
     """
-    from auditor.generate import make_generator
-    from auditor.retrieve import Retriever
 
     callbacks = callbacks or RunCallbacks()
     if config.generator is None:
@@ -280,7 +281,7 @@ def run_pipeline(
             prepared[question.id] = (question, hits, request)
         del retriever
 
-    factory = generator_factory or make_generator
+    factory = generator_factory or generate.make_generator
     generator = factory(config.generator, on_stage=callbacks.stage, on_bytes=callbacks.bytes)
     manifest["model"] = generator.identity()
     write_run_manifest(run_dir, manifest)

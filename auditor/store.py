@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from auditor.errors import BadInput
-from auditor.ingest.manifest import write_json_atomic
+from auditor.files import write_json_atomic
 
 __all__ = [
     "RUN_SCHEMA_VERSION",

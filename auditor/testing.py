@@ -17,6 +17,7 @@ import numpy as np
 
 from auditor.generate.base import GenerationStats, Generator, GenRequest, GenResult, OnResult
 from auditor.ingest.embed import EmbedderIdentity
+from auditor.verify.base import JudgeReply
 
 __all__ = ["FakeEmbedder", "FakeGenerator", "FakeJudge", "SharedGenerator"]
 
@@ -207,8 +208,6 @@ class FakeJudge:
 
     def complete(self, calls: Sequence[Any], on_reply: Any = None) -> list[Any]:
         import json
-
-        from auditor.verify.base import JudgeReply
 
         replies = []
         for call in calls:

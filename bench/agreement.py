@@ -430,7 +430,7 @@ def write_calibration(
     sensitivity and specificity out-of-fold (folds by question, the folds of --cv), the
     threshold chosen on all of them."""
     from auditor.calibrate import HumanLabel, build_calibration, judge_section
-    from auditor.ingest.manifest import utc_now, write_json_atomic
+    from auditor.files import utc_now, write_json_atomic
     from auditor.verify.check import VERDICT_LOGIC
 
     labels = {

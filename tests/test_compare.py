@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from auditor.compare import PairedDifference, compare_pair, headline
-from auditor.report import RunArtifacts
+from auditor.results import RunArtifacts
 
 
 def _run(name: str, hallucinated: list[bool], tokens: int = 10) -> RunArtifacts:

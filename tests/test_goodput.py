@@ -136,7 +136,7 @@ def test_answers_from_logs_have_no_throughput() -> None:
 
 
 def test_durations_read_in_the_unit_a_person_uses() -> None:
-    from auditor.report import format_duration_ms
+    from auditor.formatting import format_duration_ms
 
     assert format_duration_ms(840.4) == "840 ms"
     assert format_duration_ms(76_627) == "76.6 s"

@@ -16,3 +16,70 @@ def test_cli_import_loads_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """Each auditor module's imports of other auditor modules, at any depth of its code."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "auditor"
+    names = {
+        ".".join(("auditor", *p.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
+        for p in root.rglob("*.py")
+    }
+    graph: dict[str, set[str]] = {}
+    for path in root.rglob("*.py"):
+        module = ".".join(("auditor", *path.relative_to(root).with_suffix("").parts))
+        module = module.removesuffix(".__init__")
+        edges = graph.setdefault(module, set())
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("auditor"):
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    edges.add(sub if sub in names else str(node.module))
+            elif isinstance(node, ast.Import):
+                edges.update(a.name for a in node.names if a.name.startswith("auditor"))
+        edges.discard(module)
+    return graph
+
+
+def test_no_import_cycle_between_auditor_modules() -> None:
+    """Imports form a tree of layers (results below report and compare, and so on): a cycle,
+    even one hidden in a function-local import, is a layering error."""
+    graph = _module_imports()
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph.get(module, ())):
+            if target not in graph:
+                continue
+            if state.get(target) == 1:
+                cycles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == []
+
+
+def test_auditor_imports_sit_at_module_top() -> None:
+    """`from auditor ...` inside a function hides the module's dependencies (and cycles)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "auditor"
+    nested = []
+    for path in root.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = {id(node) for node in tree.body}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("auditor"):
+                if id(node) not in top:
+                    nested.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    assert nested == []

@@ -1,4 +1,5 @@
-"""The `auditor` command group. Commands import heavy packages only when they run."""
+"""The `auditor` command group. Commands import heavy packages (torch, vLLM, FAISS) only when
+they run, inside the functions that need them; `tests/test_imports.py` holds that rule."""
 
 from __future__ import annotations
 
@@ -9,7 +10,18 @@ from typing import Any
 import click
 
 from auditor import __version__
+from auditor.cli.audit_cmd import audit
+from auditor.cli.calibrate_cmd import calibrate
+from auditor.cli.check_cmd import check
+from auditor.cli.config_cmd import config
+from auditor.cli.ingest import ingest
+from auditor.cli.models_cmd import models
+from auditor.cli.report_cmd import baseline, history, report
+from auditor.cli.run_cmd import run
+from auditor.cli.search import search
+from auditor.cli.terminal import TerminalHandler, set_verbosity, terminal
 from auditor.errors import AuditorError
+from auditor.interrupt import install_interrupt_handler
 
 __all__ = ["cli", "main"]
 
@@ -36,9 +48,6 @@ class AuditorGroup(click.Group):
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 def cli(verbose: int) -> None:
     """Audit a RAG pipeline: throughput weighted by how faithful its answers are."""
-    from auditor.cli.terminal import TerminalHandler, set_verbosity, terminal
-    from auditor.interrupt import install_interrupt_handler
-
     # one Ctrl-C stops a command, even during an engine's start
     install_interrupt_handler(lambda line: click.echo(f"\n{line}", file=terminal()))
     set_verbosity(verbose)
@@ -55,31 +64,20 @@ def cli(verbose: int) -> None:
     os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")  # stdout is for --json
 
 
-def _register() -> None:
-    from auditor.cli.audit_cmd import audit
-    from auditor.cli.calibrate_cmd import calibrate
-    from auditor.cli.check_cmd import check
-    from auditor.cli.config_cmd import config
-    from auditor.cli.ingest import ingest
-    from auditor.cli.models_cmd import models
-    from auditor.cli.report_cmd import baseline, history, report
-    from auditor.cli.run_cmd import run
-    from auditor.cli.search import search
-
-    cli.add_command(ingest)
-    cli.add_command(search)
-    cli.add_command(config)
-    cli.add_command(models)
-    cli.add_command(run)
-    cli.add_command(check)
-    cli.add_command(calibrate)
-    cli.add_command(report)
-    cli.add_command(audit)
-    cli.add_command(history)
-    cli.add_command(baseline)
-
-
-_register()
+for _command in (
+    ingest,
+    search,
+    config,
+    models,
+    run,
+    check,
+    calibrate,
+    report,
+    audit,
+    history,
+    baseline,
+):
+    cli.add_command(_command)
 
 
 def main() -> None:

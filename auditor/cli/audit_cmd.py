@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from auditor.audit import run_audit
 from auditor.cli.options import (
     calibration_option,
     index_option,
@@ -18,6 +19,8 @@ from auditor.cli.progress import StderrProgress
 from auditor.cli.report_cmd import _history_path, echo_outcome, gate_option, history_option
 from auditor.cli.run_cmd import _RunProgress
 from auditor.cli.terminal import engine_output_to
+from auditor.config import load_judge, load_pipeline, parse_set_option, resolve_pipeline_path
+from auditor.gates import parse_gate
 from auditor.store import ENGINE_LOG
 
 __all__ = ["audit"]
@@ -75,9 +78,6 @@ def audit(
     OUT/report.html; records the audit in the history database. Exit code 0 when every
     gate holds, 1 when one fails, 2 on bad input.
     """
-    from auditor.audit import run_audit
-    from auditor.config import load_judge, load_pipeline, parse_set_option, resolve_pipeline_path
-    from auditor.gates import parse_gate
 
     gates = [parse_gate(text) for text in gate_texts]  # bad gates fail before any engine starts
     configs = [load_pipeline(resolve_pipeline_path(p)) for p in pipelines]

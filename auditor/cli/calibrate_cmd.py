@@ -7,10 +7,20 @@ from pathlib import Path
 
 import click
 
+from auditor.calibrate import (
+    CALIBRATION,
+    build_calibration,
+    judge_section,
+    labels_sha256,
+    read_labels,
+)
 from auditor.cli.options import judge_options
 from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
-from auditor.store import ENGINE_LOG
+from auditor.config import config_sha256, load_judge, parse_set_option
+from auditor.files import utc_now, write_json_atomic
+from auditor.store import ENGINE_LOG, read_jsonl
+from auditor.verify.check import CHECK_MANIFEST, check_run, import_answers
 
 __all__ = ["calibrate"]
 
@@ -54,17 +64,6 @@ def calibrate(
     specificity out-of-fold (5 folds by question, each judged at the threshold chosen on the
     others) with 95 % intervals, and the ROC of the answer score.
     """
-    from auditor.calibrate import (
-        CALIBRATION,
-        build_calibration,
-        judge_section,
-        labels_sha256,
-        read_labels,
-    )
-    from auditor.config import config_sha256, load_judge, parse_set_option
-    from auditor.ingest.manifest import utc_now, write_json_atomic
-    from auditor.store import read_jsonl
-    from auditor.verify.check import CHECK_MANIFEST, check_run, import_answers
 
     config = load_judge(judge_path, dict(parse_set_option(item) for item in set_items))
     # a calibration measures claim verdicts: the other metrics would cost judge time for nothing

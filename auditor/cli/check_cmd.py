@@ -6,7 +6,6 @@ import json
 import shlex
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -18,11 +17,12 @@ from auditor.cli.options import (
 )
 from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
+from auditor.config import load_judge, parse_set_option
 from auditor.errors import AuditorError
+from auditor.ingest.manifest import read_manifest
 from auditor.store import ENGINE_LOG
-
-if TYPE_CHECKING:
-    from auditor.verify.check import CheckSummary
+from auditor.verify.answers import choose_sources
+from auditor.verify.check import CheckSummary, check_run, import_answers, items_from_run
 
 __all__ = ["check"]
 
@@ -70,9 +70,6 @@ def check(
     Re-running resumes. With --calibration the judge decides at the calibration's threshold,
     so that `auditor report --calibration` can correct the rates.
     """
-    from auditor.config import load_judge, parse_set_option
-    from auditor.verify.answers import choose_sources
-    from auditor.verify.check import check_run, import_answers, items_from_run
 
     if (run_dir is None) == (answers_path is None):
         raise click.UsageError("give RUN_DIR, or --answers FILE with --out DIR")
@@ -93,8 +90,6 @@ def check(
     if limit is not None:
         items = items[:limit]
     if kb_index is not None:
-        from auditor.ingest.manifest import read_manifest
-
         read_manifest(kb_index)  # BadInput naming the dir when it is no index
     choose_sources(items, target, sources, kb_index)
     with engine_output_to(target / ENGINE_LOG), StderrProgress(enabled=not quiet) as display:

@@ -7,6 +7,7 @@ import json
 import click
 
 from auditor.cli.options import resolve_config
+from auditor.config import config_sha256
 
 __all__ = ["config"]
 
@@ -25,8 +26,6 @@ def config() -> None:
 def show(pipeline: str, set_items: tuple[str, ...], as_json: bool) -> None:
     """Print PIPELINE (a file, or a name in pipelines/) with every default filled in."""
     import tomli_w
-
-    from auditor.config import config_sha256
 
     resolved = resolve_config(pipeline, set_items, {})
     data = resolved.model_dump(mode="json", exclude_none=True)

@@ -11,6 +11,7 @@ import click
 
 from auditor.cli.options import pipeline_options, resolve_config
 from auditor.cli.progress import StderrProgress
+from auditor.ingest import embed, ingest_corpus
 from auditor.ingest.build import IngestProgress
 from auditor.ingest.loaders import DocumentError
 
@@ -72,7 +73,6 @@ def ingest(
     changed and deleted ones leave the index. Bad documents are reported and skipped
     (or stop the run with --strict); the index changes only when the ingest succeeds.
     """
-    from auditor.ingest import embed, ingest_corpus
 
     config = resolve_config(
         pipeline,

@@ -7,6 +7,13 @@ import json
 import click
 
 from auditor.cli.progress import StderrProgress
+from auditor.models import (
+    PACKAGED_MODELS,
+    get_packaged_model,
+    list_models,
+    models_dir,
+    prepare_model,
+)
 
 __all__ = ["models"]
 
@@ -20,7 +27,6 @@ def models() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON on stdout.")
 def list_command(as_json: bool) -> None:
     """Show each packaged model: installed, prepared, and where."""
-    from auditor.models import list_models, models_dir
 
     rows = list_models()
     if as_json:
@@ -37,7 +43,6 @@ def list_command(as_json: bool) -> None:
 @click.option("--all", "prepare_all", is_flag=True, help="Prepare every packaged model.")
 def prepare_command(names: tuple[str, ...], prepare_all: bool) -> None:
     """Join, verify (sha256) and convert packaged models for vLLM, once."""
-    from auditor.models import PACKAGED_MODELS, get_packaged_model, prepare_model
 
     if prepare_all:
         names = tuple(PACKAGED_MODELS)

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from auditor.calibrate import resolve_calibration
 from auditor.config import (
     PipelineConfig,
     load_pipeline,
@@ -97,7 +98,6 @@ def load_calibration_option(given: str | None) -> Any:
     """The calibration `--calibration` names (None without one); BadInput in one line."""
     if given is None:
         return None
-    from auditor.calibrate import resolve_calibration
 
     return resolve_calibration(given)
 

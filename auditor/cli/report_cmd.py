@@ -10,7 +10,10 @@ from typing import Any
 
 import click
 
+from auditor.audit import finish_audit
 from auditor.cli.options import calibration_option, load_calibration_option
+from auditor.gates import parse_gate
+from auditor.history import accept_baseline, default_history_path, list_audits
 
 __all__ = ["baseline", "format_table", "gate_option", "history", "history_option", "report"]
 
@@ -37,7 +40,6 @@ def gate_option(func: Any) -> Any:
 
 
 def _history_path(given: Path | None) -> Path:
-    from auditor.history import default_history_path
 
     return given or default_history_path()
 
@@ -155,8 +157,6 @@ def report(
     Each RUN_DIR is a dir written by `auditor run` + `auditor check`, `auditor audit`, or
     `auditor check --answers`. Writes summary.json in each and the report to --out.
     """
-    from auditor.audit import finish_audit
-    from auditor.gates import parse_gate
 
     gates = [parse_gate(text) for text in gate_texts]
     calibration = load_calibration_option(calibration_name)
@@ -173,7 +173,6 @@ def report(
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON on stdout.")
 def history(history_path: Path | None, pipeline: str | None, as_json: bool) -> None:
     """List past audits, oldest first; * marks each pipeline's baseline."""
-    from auditor.history import list_audits
 
     path = _history_path(history_path)
     rows = list_audits(path, pipeline)
@@ -228,7 +227,6 @@ def baseline() -> None:
 @history_option
 def accept(run_dir: Path, history_path: Path | None) -> None:
     """Mark the recorded audit of RUN_DIR as its pipeline's baseline."""
-    from auditor.history import accept_baseline
 
     path = _history_path(history_path)
     row = accept_baseline(path, run_dir)

@@ -12,7 +12,8 @@ import click
 from auditor.cli.options import index_option, pipeline_options, questions_option, resolve_config
 from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
-from auditor.run import RunCallbacks, RunSummary
+from auditor.formatting import format_duration_ms
+from auditor.run import RunCallbacks, RunSummary, run_pipeline
 from auditor.store import ENGINE_LOG
 
 __all__ = ["run"]
@@ -47,7 +48,6 @@ def run(
     Writes RUN_DIR/manifest.json and RUN_DIR/records.jsonl. Re-running the same command
     resumes an interrupted run without duplicating or losing a record.
     """
-    from auditor.run import run_pipeline
 
     if pipeline is None:
         raise click.UsageError("--pipeline is required (a file, or a name in pipelines/)")
@@ -63,7 +63,6 @@ def run(
 
 
 def _ms(seconds: float | None) -> str:
-    from auditor.report import format_duration_ms
 
     return format_duration_ms(None if seconds is None else seconds * 1000)
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from auditor.retrieve import Retriever
+
 __all__ = ["search"]
 
 
@@ -30,7 +32,6 @@ __all__ = ["search"]
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list on stdout.")
 def search(index_dir: Path, query: tuple[str, ...], top_k: int, device: str, as_json: bool) -> None:
     """Print the chunks of INDEX_DIR most similar to QUERY, best first."""
-    from auditor.retrieve import Retriever
 
     hits = Retriever.open(index_dir, device=device).search(" ".join(query), k=top_k)
     if as_json:

@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
+from auditor.errors import BadInput
+
 __all__ = ["TerminalHandler", "engine_output_to", "set_verbosity", "terminal"]
 
 _terminal: TextIO | None = None  # the real stderr while descriptor 2 goes to a log
@@ -73,8 +75,6 @@ def engine_output_to(log_path: Path, say: bool = True) -> Iterator[None]:
     try:
         yield
     except BaseException as exc:
-        from auditor.errors import BadInput
-
         if not isinstance(exc, (KeyboardInterrupt, BadInput, SystemExit)):
             _show_tail(log_path)
         raise

@@ -20,7 +20,9 @@ from typing import Any, cast
 from auditor.config import VLLMGeneratorConfig
 from auditor.errors import AuditorError, BackendUnavailable
 from auditor.generate.base import GenerationStats, GenRequest, GenResult, OnResult, tpot
+from auditor.generate.reaper import watch_engines
 from auditor.interrupt import interrupted, raise_if_interrupted
+from auditor.models import resolve_model
 
 __all__ = ["VLLMGenerator", "is_cpu_build"]
 
@@ -115,7 +117,6 @@ class VLLMGenerator:
                 "float32, ~5x faster here than emulated bfloat16",
                 identity.get("name"),
             )
-        from auditor.generate.reaper import watch_engines
 
         watch_engines()  # the engine's processes die with this one, even on kill -9
         started = time.perf_counter()
@@ -148,7 +149,6 @@ class VLLMGenerator:
         on_bytes: Callable[[int, int], None] | None = None,
     ) -> VLLMGenerator:
         """Prepare the model if it is a packaged one, then start the engine."""
-        from auditor.models import resolve_model
 
         path, identity = resolve_model(cfg.model, on_bytes=on_bytes, on_stage=on_stage)
         if on_stage:

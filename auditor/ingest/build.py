@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from auditor.config import IngestConfig
 from auditor.errors import BadInput
+from auditor.files import utc_now, write_json_atomic
 from auditor.ingest.chunking import (
     CHARS_PER_PIECE,
     SEGMENT_CHARS,
@@ -39,8 +40,6 @@ from auditor.ingest.manifest import (
     RejectedEntry,
     chunk_id,
     read_manifest,
-    utc_now,
-    write_json_atomic,
 )
 from auditor.types import Document
 from auditor.versions import package_versions

@@ -7,9 +7,6 @@ FAISS index and docstore, and it is replaced atomically only after that folder i
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +22,6 @@ __all__ = [
     "IndexManifest",
     "RejectedEntry",
     "read_manifest",
-    "utc_now",
-    "write_json_atomic",
 ]
 
 SCHEMA_VERSION = 1
@@ -91,30 +86,6 @@ class IndexManifest(_Entry):
 def chunk_id(document_path: str, index: int) -> str:
     """Readable, stable id of a chunk: `docs/warranty.md#3`."""
     return f"{document_path}#{index}"
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write a file so that a reader sees the old file or the new one, never half of one."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; the file is meant to be read
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """`write_text_atomic` of indented JSON."""
-    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def read_manifest(index_dir: Path) -> IndexManifest:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import AuditorError, BadInput
-from auditor.ingest.manifest import utc_now, write_json_atomic
+from auditor.files import utc_now, write_json_atomic
 from auditor.models.registry import PACKAGED_MODELS, PackagedModel, get_packaged_model
 from auditor.versions import package_versions
 

@@ -1,10 +1,9 @@
-"""`auditor report`: one self-contained HTML file from run dirs' artifacts alone.
+"""`auditor report`: one self-contained HTML file from run dirs' results alone.
 
-Reads manifest.json, records.jsonl, checks.jsonl (and check.json) of each run dir, writes its
-summary.json (goodput with intervals), and renders `templates/report.html.j2` with Jinja2
-(autoescape on, undefined names are errors). No engine, no network: charts are inline SVG,
-styles and the few lines of script are inline, and everything from a model or a document is
-escaped by the template.
+Renders `templates/report.html.j2` with Jinja2 (autoescape on, undefined names are errors) from
+`auditor.results.RunArtifacts` whose summaries were written. No engine, no network: charts are
+inline SVG, styles and the few lines of script are inline, and everything from a model or a
+document is escaped by the template.
 """
 
 from __future__ import annotations
@@ -12,109 +11,27 @@ from __future__ import annotations
 import base64
 import hashlib
 import itertools
-import json
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from importlib.resources import files
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from auditor.config import GoodputConfig, PipelineConfig, SLOConfig
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
+from auditor import __version__
+from auditor.compare import compare_pair, headline
 from auditor.errors import BadInput
+from auditor.files import utc_now
+from auditor.formatting import format_duration_ms, format_number, format_share
 from auditor.gates import GateResult
-from auditor.goodput import METRICS, summarize
+from auditor.goodput import METRICS
 from auditor.history import KEY_METRICS, AuditRow, Regression, regressions
-from auditor.ingest.manifest import utc_now, write_json_atomic
-from auditor.store import read_jsonl, read_run_manifest
+from auditor.report import charts
+from auditor.results import RunArtifacts
 
-__all__ = ["RunArtifacts", "load_run", "render_report", "write_summary"]
+__all__ = ["render_report"]
 
-if TYPE_CHECKING:
-    from auditor.calibrate import Calibration
-
-SUMMARY = "summary.json"
 _VERDICT_RANK = {"contradicted": 3, "unsupported": 2, "unverifiable": 1, "supported": 0}
-
-
-@dataclass
-class RunArtifacts:
-    """Everything the report reads of one run dir."""
-
-    run_dir: Path
-    manifest: dict[str, Any]
-    records: list[dict[str, Any]]
-    checks: list[dict[str, Any]]
-    check_manifest: dict[str, Any] | None
-    summary: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def name(self) -> str:
-        return str(self.manifest.get("pipeline", {}).get("name") or self.run_dir.name)
-
-    @property
-    def judge_sha256(self) -> str | None:
-        if self.check_manifest is None:
-            return None
-        sha = self.check_manifest.get("judge", {}).get("sha256")
-        return None if sha is None else str(sha)
-
-
-def pipeline_settings(manifest: dict[str, Any]) -> tuple[SLOConfig, GoodputConfig]:
-    config = manifest.get("pipeline", {}).get("config")
-    if not config:
-        return SLOConfig(), GoodputConfig()
-    pipeline = PipelineConfig.model_validate(config)
-    return pipeline.slo, pipeline.goodput
-
-
-def load_run(run_dir: Path) -> RunArtifacts:
-    """The artifacts of a run dir; a dir without records is a one-line error naming the fix."""
-    manifest = read_run_manifest(run_dir)
-    if manifest is None or not (run_dir / "records.jsonl").is_file():
-        raise BadInput(
-            f"{run_dir}: not a run dir (no manifest.json or records.jsonl); "
-            "give a dir written by `auditor run`, `auditor audit` or `auditor check --answers`"
-        )
-    checks_path = run_dir / "checks.jsonl"
-    check_manifest_path = run_dir / "check.json"
-    return RunArtifacts(
-        run_dir=run_dir,
-        manifest=manifest,
-        records=read_jsonl(run_dir / "records.jsonl"),
-        checks=read_jsonl(checks_path) if checks_path.is_file() else [],
-        check_manifest=json.loads(check_manifest_path.read_text(encoding="utf-8"))
-        if check_manifest_path.is_file()
-        else None,
-    )
-
-
-def write_summary(run: RunArtifacts, calibration: Calibration | None = None) -> dict[str, Any]:
-    """Compute the run's summary (deterministic: seeded bootstrap) and write summary.json.
-
-    Rates are as judged unless a calibration is given (`--calibration`: none applies by
-    itself); then they are also given corrected for the judge's error, and a calibration that
-    does not apply to the run's judge is refused naming the setting that differs and the fix.
-    """
-    slo, weights = pipeline_settings(run.manifest)
-    accuracy = None
-    if calibration is not None:
-        if run.checks and (reason := calibration.mismatch(run.check_manifest)):
-            raise BadInput(f"{calibration.label}: does not apply to {run.run_dir}: {reason}")
-        accuracy = calibration.claim_accuracy
-    summary = summarize(run.manifest, run.records, run.checks, slo, weights, calibration=accuracy)
-    summary["calibration"] = None if calibration is None else calibration.provenance()
-    summary |= {
-        "pipeline": run.name,
-        "generated_at": utc_now(),
-        "config_sha256": run.manifest.get("pipeline", {}).get("sha256"),
-        "model": run.manifest.get("model", {}),
-        "judge": (run.check_manifest or {}).get("judge", {}).get("identity"),
-        "judge_sha256": run.judge_sha256,
-    }
-    write_json_atomic(run.run_dir / SUMMARY, summary)
-    run.summary = summary
-    return summary
 
 
 def _segments(answer: str, claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -212,10 +129,6 @@ def _pipeline_view(
     gate_results: Sequence[GateResult],
     history: Sequence[AuditRow],
 ) -> dict[str, Any]:
-    from markupsafe import Markup
-
-    from auditor.report import charts
-
     past = [row for row in history if row.pipeline == run.name]
     baseline = next((row for row in reversed(past) if row.baseline), None)
     found: list[Regression] = regressions(run.summary, baseline) if baseline else []
@@ -250,11 +163,6 @@ def render_report(
     history: Sequence[AuditRow] = (),
 ) -> str:
     """The report's HTML for runs whose summaries were written (`write_summary`)."""
-    from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
-
-    from auditor import __version__
-    from auditor.report import charts
-
     names = [run.name for run in runs]
     if len(set(names)) != len(names):
         raise BadInput(
@@ -262,8 +170,6 @@ def render_report(
             f"({', '.join(sorted({n for n in names if names.count(n) > 1}))}); "
             "report runs of different pipelines, or compare past audits with `auditor history`"
         )
-    from auditor.compare import compare_pair, headline
-
     pipelines = [_pipeline_view(run, gate_results, history) for run in runs]
     ranked = sorted(
         (r for r in runs if r.summary["metrics"]["goodput_tps"]["value"] is not None),
@@ -343,11 +249,9 @@ def render_report(
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    environment.filters["num"] = _format_number
+    environment.filters["num"] = format_number
     environment.filters["duration"] = format_duration_ms
-    environment.filters["pct"] = lambda v: "n/a" if v is None or math.isnan(v) else f"{v:.1%}"
-    from markupsafe import Markup
-
+    environment.filters["pct"] = format_share
     script = (files("auditor.report") / "templates" / "report.js").read_text(encoding="utf-8")
 
     return environment.get_template("report.html.j2").render(
@@ -366,25 +270,3 @@ def render_report(
         # the CSP allows this one script by its hash instead of any inline script
         script_hash="sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode(),
     )
-
-
-def format_duration_ms(value: float | None) -> str:
-    """Milliseconds as a person reads them: "840 ms", "76.6 s", "12 min 5 s"."""
-    if value is None or math.isnan(value):
-        return "n/a"
-    if abs(value) < 1000:
-        return f"{value:.0f} ms"
-    seconds = value / 1000
-    if seconds < 600:
-        return f"{seconds:.3g} s" if seconds < 100 else f"{seconds:.0f} s"
-    return f"{int(seconds // 60)} min {seconds % 60:.0f} s"
-
-
-def _format_number(value: float | None, digits: int = 3) -> str:
-    if value is None or math.isnan(value):
-        return "n/a"
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    if abs(value) >= 100:
-        return f"{value:.0f}"
-    return f"{value:.{digits}g}"

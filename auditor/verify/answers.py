@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Literal
 
 from auditor.errors import BadInput
-from auditor.ingest.manifest import utc_now
+from auditor.files import utc_now
 from auditor.jsonl import iter_objects
-from auditor.store import RecordWriter, read_jsonl, read_run_manifest
+from auditor.store import RecordWriter, read_jsonl, read_run_manifest, write_run_manifest
 
 __all__ = [
     "SOURCE_CHOICES",
@@ -79,8 +79,6 @@ def import_answers(answers_path: Path, out_dir: Path) -> list[AnswerItem]:
     check resumes like any run and the report renders it with throughput "not measured".
     """
     import hashlib
-
-    from auditor.store import read_run_manifest, write_run_manifest
 
     try:
         digest = hashlib.sha256(answers_path.read_bytes()).hexdigest()

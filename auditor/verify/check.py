@@ -21,10 +21,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from auditor.config import JudgeConfig, config_sha256, without_engine_only
+from auditor.config import EmbedderConfig, JudgeConfig, config_sha256, without_engine_only
 from auditor.errors import BadInput
-from auditor.ingest.manifest import utc_now, write_json_atomic
+from auditor.files import utc_now, write_json_atomic
+from auditor.ingest import embed as embedders
 from auditor.store import RecordWriter, read_jsonl
+from auditor.verify import judges
 from auditor.verify.answers import AnswerItem, import_answers, items_from_run
 from auditor.verify.base import (
     VERDICTS,
@@ -295,15 +297,10 @@ def check_run(
     summaries: dict[Path, CheckSummary] = {}
     if pending:
         if embed is None:
-            from auditor.config import EmbedderConfig
-            from auditor.ingest.embed import load_embedder
-
             on_stage("loading the embedder (claim-to-chunk similarity)")
-            embed = load_embedder(EmbedderConfig()).embed
+            embed = embedders.load_embedder(EmbedderConfig()).embed
         if judge_factory is None:
-            from auditor.verify.judges import make_judge
-
-            judge_factory = make_judge
+            judge_factory = judges.make_judge
         kb = None
         if kb_index is not None and any(i.sources != "returned" for _, its in pending for i in its):
             on_stage(f"opening the knowledge base {kb_index}")

@@ -14,6 +14,8 @@ from typing import Any
 
 from auditor.config import JudgeConfig
 from auditor.generate.base import GenRequest, GenResult
+from auditor.generate.openai_server import OpenAIServerGenerator
+from auditor.generate.vllm_offline import VLLMGenerator
 from auditor.verify.base import Judge, JudgeCall, JudgeReply
 
 __all__ = ["GeneratorJudge", "make_judge"]
@@ -78,9 +80,6 @@ def _reply(call: JudgeCall, result: GenResult | None) -> JudgeReply:
 def make_judge(cfg: JudgeConfig) -> Judge:
     """The judge backend the config names."""
     if cfg.generator.kind == "vllm":
-        from auditor.generate.vllm_offline import VLLMGenerator
-
         return GeneratorJudge(VLLMGenerator.from_config(cfg.generator))
-    from auditor.generate.openai_server import OpenAIServerGenerator
 
     return GeneratorJudge(OpenAIServerGenerator.from_config(cfg.generator))

@@ -10,6 +10,8 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from auditor.ingest.manifest import MANIFEST_NAME
+from auditor.retrieve import Retriever
 from auditor.verify.answers import AnswerItem
 from auditor.verify.base import Claim
 
@@ -20,8 +22,6 @@ class KnowledgeBase:
     """One index dir, searched with the embedder that built it."""
 
     def __init__(self, index_dir: Path) -> None:
-        from auditor.ingest.manifest import MANIFEST_NAME
-        from auditor.retrieve import Retriever
 
         self.index_dir = index_dir
         self._retriever = Retriever.open(index_dir)

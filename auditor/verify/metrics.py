@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from auditor.config import JudgeConfig
+from auditor.verify import ragas_judge
 from auditor.verify.answers import AnswerItem
 from auditor.verify.base import CallKey, JudgeCall
 
@@ -40,7 +41,6 @@ class RagasMetric(Protocol):
 
 
 def _ragas() -> Any:
-    from auditor.verify import ragas_judge
 
     return ragas_judge
 
