@@ -171,19 +171,10 @@ class VLLMGeneratorConfig(_Model):
     )
 
 
-class OpenAIGeneratorConfig(_Model):
-    """Any OpenAI-compatible server (first of all `vllm serve`), streamed."""
+class ServedLoadConfig(_Model):
+    """How hard and how patiently a served target is driven: the load settings every served
+    backend (`openai`, `http`) shares, read by `auditor.generate.scheduler.LoadShape`."""
 
-    kind: Literal["openai"] = Field(description="OpenAI-compatible chat completions server.")
-    model: str = Field(description="Model name as the server knows it.")
-    endpoints: list[str] = Field(
-        min_length=1,
-        description="Base URLs ending in /v1; requests are spread across them (scale-out).",
-    )
-    api_key_env: str | None = Field(
-        None, description="Name of the environment variable that holds the API key (never the key)."
-    )
-    sampling: SamplingConfig = Field(default_factory=SamplingConfig, description="Decoding.")
     concurrency: int = Field(8, ge=1, le=4096, description="Most requests in flight at once.")
     request_rate: float | None = Field(
         None,
@@ -196,7 +187,22 @@ class OpenAIGeneratorConfig(_Model):
     retry_backoff_s: float = Field(0.5, ge=0, description="First retry delay; doubles each time.")
 
 
-class HttpGeneratorConfig(_Model):
+class OpenAIGeneratorConfig(ServedLoadConfig):
+    """Any OpenAI-compatible server (first of all `vllm serve`), streamed."""
+
+    kind: Literal["openai"] = Field(description="OpenAI-compatible chat completions server.")
+    model: str = Field(description="Model name as the server knows it.")
+    endpoints: list[str] = Field(
+        min_length=1,
+        description="Base URLs ending in /v1; requests are spread across them (scale-out).",
+    )
+    api_key_env: str | None = Field(
+        None, description="Name of the environment variable that holds the API key (never the key)."
+    )
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig, description="Decoding.")
+
+
+class HttpGeneratorConfig(ServedLoadConfig):
     """A deployed RAG service behind HTTP, audited as a black box: it retrieves and answers
     itself; the auditor sends the question and reads the answer (and contexts) from the reply."""
 
@@ -252,16 +258,6 @@ class HttpGeneratorConfig(_Model):
         description="Only `seed` applies (it seeds the Poisson arrivals); the service decodes "
         "as it is deployed.",
     )
-    concurrency: int = Field(8, ge=1, le=4096, description="Most requests in flight at once.")
-    request_rate: float | None = Field(
-        None,
-        gt=0,
-        description="Requests per second with Poisson arrivals; None: as fast as "
-        "the concurrency allows.",
-    )
-    timeout_s: float = Field(120.0, gt=0, description="Per-attempt limit for a whole request.")
-    max_retries: int = Field(2, ge=0, le=10, description="Retries after a failed attempt.")
-    retry_backoff_s: float = Field(0.5, ge=0, description="First retry delay; doubles each time.")
 
     @model_validator(mode="after")
     def _valid_paths(self) -> HttpGeneratorConfig:

@@ -15,56 +15,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.py` finds bench.*
 
 from auditor.config import load_judge, parse_set_option
 from auditor.store import read_jsonl
 from auditor.verify.check import check_run, import_answers
-from auditor.verify.claims import flagged_at
+from auditor.verify.thresholds import contrast_figures
 
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
 CONTRAST = Path(__file__).resolve().parents[1] / "corpora" / "kestrel" / "contrast.jsonl"
-
-
-def share_interval(flags: list[bool], rounds: int = 2000) -> tuple[float, float]:
-    """Bootstrap 95 % interval of the share of True."""
-    rng = random.Random(0)
-    shares = sorted(
-        sum(flags[rng.randrange(len(flags))] for _ in flags) / len(flags) for _ in range(rounds)
-    )
-    return shares[int(0.025 * rounds)], shares[int(0.975 * rounds) - 1]
-
-
-def contrast_figures(
-    labels: dict[str, Any], checks: list[dict[str, Any]], threshold: float
-) -> dict[str, Any]:
-    """Shares of wrong and of correct answers flagged at `threshold`, overall and per kind
-    (flagged by the check's own rule, so a run can be re-scored at another threshold)."""
-    from bench.agreement import _claims
-
-    by_kind: dict[str, list[bool]] = {}
-    wrong, correct = [], []
-    for row in checks:
-        label = labels[row["id"]]
-        flagged = flagged_at(_claims(row), threshold)
-        (wrong if label["hallucinated"] else correct).append(flagged)
-        by_kind.setdefault(label["kind"], []).append(flagged)
-    return {
-        "wrong_flagged": sum(wrong) / max(1, len(wrong)),
-        "wrong_interval": share_interval(wrong) if wrong else (0.0, 0.0),
-        "correct_flagged": sum(correct) / max(1, len(correct)),
-        "correct_interval": share_interval(correct) if correct else (0.0, 0.0),
-        "wrong": len(wrong),
-        "correct": len(correct),
-        "by_kind": {kind: (sum(f), len(f)) for kind, f in sorted(by_kind.items())},
-    }
 
 
 def main() -> None:

@@ -79,7 +79,23 @@ def test_auditor_imports_sit_at_module_top() -> None:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         top = {id(node) for node in tree.body}
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("auditor"):
-                if id(node) not in top:
-                    nested.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+            is_ours = isinstance(node, ast.ImportFrom) and (node.module or "").startswith("auditor")
+            if is_ours and id(node) not in top:
+                nested.append(f"{path.relative_to(root.parent)}:{node.lineno}")
     assert nested == []
+
+
+def test_tests_do_not_import_benches() -> None:
+    """What a test needs lives in `auditor/`; benches are scripts that may change freely."""
+    from pathlib import Path
+
+    tests = Path(__file__).resolve().parent
+    found = [
+        str(p.relative_to(tests))
+        for p in tests.rglob("*.py")
+        if any(
+            line.lstrip().startswith(("from bench", "import bench"))
+            for line in p.read_text(encoding="utf-8").splitlines()
+        )
+    ]
+    assert found == []

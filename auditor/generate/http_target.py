@@ -30,6 +30,7 @@ from auditor.generate.scheduler import (
     ERROR_BODY_CHARS,
     Failure,
     LoadShape,
+    error_message,
     http_failure,
     one_line,
     run_requests,
@@ -206,7 +207,7 @@ class HttpTargetGenerator:
         async with client.stream(cfg.method, endpoint, **sending) as response:
             if not 200 <= response.status_code < 300:
                 payload = await response.aread()
-                raise http_failure(response.status_code, _body_excerpt(payload))
+                raise http_failure(response.status_code, error_message(payload))
             if cfg.stream == "none":
                 payload = await response.aread()
                 reply.end = time.perf_counter()
@@ -329,20 +330,3 @@ def _json_of(payload: bytes, what: str) -> Any:
         raise Failure(
             f"{what} is not JSON", one_line(payload.decode("utf-8", "replace")), retryable=False
         ) from None
-
-
-def _body_excerpt(payload: bytes) -> str:
-    """An error body's message: a JSON `error`/`detail`/`message`, else its first characters."""
-    text = payload.decode("utf-8", errors="replace")
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return one_line(text)
-    if isinstance(data, dict):
-        for key in ("error", "detail", "message"):
-            value = data.get(key)
-            if isinstance(value, str):
-                return one_line(value)
-            if isinstance(value, dict) and isinstance(value.get("message"), str):
-                return one_line(value["message"])
-    return one_line(text)

@@ -27,8 +27,8 @@ from auditor.generate.base import GenerationStats, GenRequest, GenResult, OnResu
 from auditor.generate.scheduler import (
     Failure,
     LoadShape,
+    error_message,
     http_failure,
-    one_line,
     run_requests,
     transport_reason,
 )
@@ -71,24 +71,6 @@ def _first_logprobs(logprobs: Any) -> dict[str, float] | None:
         if isinstance(token, str) and isinstance(logprob, int | float):
             found.setdefault(token, float(logprob))
     return found or None
-
-
-def _server_message(body: bytes) -> str:
-    """The error message inside an OpenAI-style JSON error body, else the raw body."""
-    text = body.decode("utf-8", errors="replace")
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return one_line(text)
-    if isinstance(data, dict):
-        err = data.get("error", data)
-        if isinstance(err, dict):
-            for key in ("message", "detail", "msg"):
-                if isinstance(err.get(key), str):
-                    return one_line(err[key])
-        elif isinstance(err, str):
-            return one_line(err)
-    return one_line(text)
 
 
 def _base_url(endpoint: str) -> str:
@@ -179,7 +161,7 @@ class OpenAIServerGenerator:
                 down.append((endpoint, transport_reason(exc)))
                 continue
             if response.status_code != 200:
-                reason = f"GET /models answered HTTP {response.status_code}: {_server_message(response.content)}"
+                reason = f"GET /models answered HTTP {response.status_code}: {error_message(response.content)}"
                 down.append((endpoint, reason))
                 continue
             try:
@@ -288,7 +270,7 @@ class OpenAIServerGenerator:
             if response.status_code != 200:
                 payload = await response.aread()
                 status = response.status_code
-                raise http_failure(status, _server_message(payload))
+                raise http_failure(status, error_message(payload))
             async for line in response.aiter_lines():
                 now = time.perf_counter()
                 if not line.startswith("data:"):
@@ -314,7 +296,7 @@ class OpenAIServerGenerator:
         if "error" in chunk:
             err = chunk["error"]
             code = err.get("code") if isinstance(err, dict) else None
-            message = _server_message(json.dumps(chunk).encode())
+            message = error_message(json.dumps(chunk).encode())
             retryable = not isinstance(code, int) or code >= 500 or code == 429
             raise Failure("error in stream", message, retryable=retryable)
         if isinstance(chunk.get("usage"), dict):

@@ -10,6 +10,7 @@ deployed service is loaded exactly as a vLLM server is.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -18,12 +19,14 @@ from typing import Any, Generic, TypeVar
 
 import httpx
 
+from auditor.config import HttpGeneratorConfig, OpenAIGeneratorConfig
 from auditor.generate.base import GenRequest, GenResult, OnResult
 
 __all__ = [
     "Failure",
     "LoadShape",
     "arrival_offsets",
+    "error_message",
     "one_line",
     "run_requests",
     "transport_reason",
@@ -58,7 +61,7 @@ class LoadShape:
     seed: int | None
 
     @classmethod
-    def of(cls, cfg: Any) -> LoadShape:
+    def of(cls, cfg: OpenAIGeneratorConfig | HttpGeneratorConfig) -> LoadShape:
         """The load settings of a served target's config (`openai` or `http`)."""
         return cls(
             cfg.concurrency,
@@ -72,6 +75,26 @@ class LoadShape:
 
 def one_line(text: str, limit: int = ERROR_BODY_CHARS) -> str:
     return " ".join(text.split())[:limit]
+
+
+def error_message(body: bytes) -> str:
+    """The message inside a JSON error body (OpenAI's `{"error": {"message": ...}}`, FastAPI's
+    `{"detail": ...}`, or a plain `{"message": ...}`), else the body's first characters."""
+    text = body.decode("utf-8", errors="replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return one_line(text)
+    if isinstance(data, dict):
+        for key in ("error", "detail", "message", "msg"):
+            value = data.get(key)
+            if isinstance(value, str):
+                return one_line(value)
+            if isinstance(value, dict):
+                for inner in ("message", "detail", "msg"):
+                    if isinstance(value.get(inner), str):
+                        return one_line(value[inner])
+    return one_line(text)
 
 
 def transport_reason(exc: BaseException) -> str:

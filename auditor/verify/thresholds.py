@@ -12,6 +12,10 @@ import itertools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from auditor.verify.base import Claim
+from auditor.verify.claims import flagged_at
 
 __all__ = [
     "Agreement",
@@ -20,7 +24,9 @@ __all__ = [
     "balanced_accuracy",
     "best_threshold",
     "bootstrap_interval",
+    "contrast_figures",
     "roc_points",
+    "share_interval",
 ]
 
 
@@ -116,3 +122,36 @@ def bootstrap_interval(
         balanced_accuracy([pairs[rng.randrange(len(pairs))] for _ in pairs]) for _ in range(rounds)
     )
     return values[int(0.025 * rounds)], values[int(0.975 * rounds) - 1]
+
+
+def share_interval(flags: list[bool], rounds: int = 2000) -> tuple[float, float]:
+    """Bootstrap 95 % interval of the share of True."""
+    rng = random.Random(0)
+    shares = sorted(
+        sum(flags[rng.randrange(len(flags))] for _ in flags) / len(flags) for _ in range(rounds)
+    )
+    return shares[int(0.025 * rounds)], shares[int(0.975 * rounds) - 1]
+
+
+def contrast_figures(
+    labels: dict[str, dict[str, Any]], checks: list[dict[str, Any]], threshold: float
+) -> dict[str, Any]:
+    """Shares of wrong and of correct answers flagged at `threshold`, overall and per kind
+    (flagged by the check's own rule, so a run can be re-scored at another threshold)."""
+    by_kind: dict[str, list[bool]] = {}
+    wrong: list[bool] = []
+    correct: list[bool] = []
+    for row in checks:
+        label = labels[row["id"]]
+        flagged = flagged_at([Claim.from_json(c) for c in row["claims"]], threshold)
+        (wrong if label["hallucinated"] else correct).append(flagged)
+        by_kind.setdefault(label["kind"], []).append(flagged)
+    return {
+        "wrong_flagged": sum(wrong) / max(1, len(wrong)),
+        "wrong_interval": share_interval(wrong) if wrong else (0.0, 0.0),
+        "correct_flagged": sum(correct) / max(1, len(correct)),
+        "correct_interval": share_interval(correct) if correct else (0.0, 0.0),
+        "wrong": len(wrong),
+        "correct": len(correct),
+        "by_kind": {kind: (sum(f), len(f)) for kind, f in sorted(by_kind.items())},
+    }

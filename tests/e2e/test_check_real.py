@@ -18,6 +18,7 @@ from auditor.store import read_jsonl
 from auditor.verify.base import Judge
 from auditor.verify.check import AnswerItem, check_items, import_answers
 from auditor.verify.judges import make_judge
+from auditor.verify.thresholds import contrast_figures
 from tests.conftest import MODELS_DIR
 
 pytestmark = pytest.mark.e2e
@@ -225,12 +226,10 @@ def _contrast_sample(per_kind: int = 2) -> list[dict[str, Any]]:
 
 
 def test_contrast_set_floors(judge: Judge, real_embedder: Any, tmp_path: Path) -> None:
-    """Hand-written correct and subtly wrong answers on the bundled corpus (bench/contrast.py):
+    """Hand-written correct and subtly wrong answers on the bundled corpus (bench/contrast.py, scored by `contrast_figures`):
     most wrong answers are flagged, few correct ones. The floors sit below the full set's
     measured figures (README, Evidence) by about their interval's half-width, so a real
     regression fails and sampling noise on this 24-answer sample does not."""
-    from bench.contrast import contrast_figures
-
     sample = _contrast_sample()
     answers = tmp_path / "contrast.jsonl"
     answers.write_text("".join(json.dumps(row) + "\n" for row in sample), encoding="utf-8")
