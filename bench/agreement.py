@@ -225,7 +225,7 @@ def context_splitter() -> Any:
 
 def redecided(checks: list[dict[str, Any]], items: list[Any], config: Any) -> list[dict[str, Any]]:
     """The rows with every claim decided again by today's rule from its stored judgements."""
-    from auditor.verify.faithfulness import redecide
+    from auditor.verify.verdicts import redecide
 
     by_id = {item.id: item for item in items}
     rows = []

@@ -25,8 +25,8 @@ from auditor.store import read_jsonl
 from auditor.verify.answers import items_from_run
 from auditor.verify.base import Claim
 from auditor.verify.entailment import label_probabilities
-from auditor.verify.faithfulness import quote_call
 from auditor.verify.judges import make_judge
+from auditor.verify.quotes import quote_call
 
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
 
@@ -91,7 +91,7 @@ def with_quotes(
     checks: list[dict[str, Any]], quotes: dict[str, Any], threshold: float
 ) -> list[Any]:
     """The rows as the quote check would have left them (claims' p_supported and verdicts)."""
-    from auditor.verify.faithfulness import apply_quote
+    from auditor.verify.quotes import apply_quote
 
     rows = []
     for row in checks:

@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.py` finds bench.*
 
-import auditor.verify.faithfulness as faithfulness
+import auditor.verify.verdicts as verdicts
 from auditor.config import JudgeConfig
 from auditor.store import read_jsonl
 from auditor.verify.check import import_answers
@@ -46,12 +46,12 @@ from bench.paired import (
 def without(rule: str) -> Iterator[None]:
     """The decision with one rule switched off."""
     name = {"figure veto": "missing_figures"}[rule]
-    original = getattr(faithfulness, name)
-    setattr(faithfulness, name, lambda *args: [])
+    original = getattr(verdicts, name)
+    setattr(verdicts, name, lambda *args: [])
     try:
         yield
     finally:
-        setattr(faithfulness, name, original)
+        setattr(verdicts, name, original)
 
 
 def main() -> None:

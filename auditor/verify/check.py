@@ -1,10 +1,8 @@
 """`check_run`: every claim of every answer verified against its sources -> checks.jsonl.
 
-Stages for each batch of answers (one judge batch each, so the engine stays full):
-  1. the claims of each answer (`faithfulness`), and the calls of every other metric that
-     needs nothing else (`metrics`: RAGAS context precision, relevancy, recall);
-  2. each claim against each of its most similar chunks, one short label per pair, and the
-     calls that need the claims (answer correctness).
+This module owns the run dir: which answers are left, the judge and embedder it starts, the
+check.json manifest, and resuming. The claim check itself, step by step, is `pipeline`
+(list claims -> keep those the answer makes -> choose evidence -> ask the judge -> decide).
 Unparseable judge output is re-asked a bounded number of times, then recorded: an affected
 claim is `unverifiable`, never NaN, never dropped. checks.jsonl grows by one batch at a time
 and an interrupted check resumes where it stopped.
@@ -13,13 +11,10 @@ and an interrupted check resumes where it stopped.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel, ValidationError
 
 from auditor.config import EmbedderConfig, JudgeConfig, config_sha256, without_engine_only
 from auditor.errors import BadInput
@@ -28,31 +23,10 @@ from auditor.ingest import embed as embedders
 from auditor.store import RecordWriter, read_jsonl
 from auditor.verify import judges
 from auditor.verify.answers import AnswerItem, import_answers, items_from_run
-from auditor.verify.base import (
-    VERDICTS,
-    CallKey,
-    Claim,
-    Judge,
-    JudgeCall,
-    JudgeReply,
-    JudgeUsage,
-)
-from auditor.verify.claims import answer_outcome, faithfulness, support_score
-from auditor.verify.entailment import label_probabilities
-from auditor.verify.extraction import refusal_claims, source_sentence, written_in
-from auditor.verify.faithfulness import (
-    ClaimChecks,
-    apply_quote,
-    claims_call,
-    decide,
-    entailment_calls,
-    listed_claims,
-    quote_call,
-    with_sentences,
-)
-from auditor.verify.kb import KnowledgeBase, attach_kb_chunks
-from auditor.verify.metrics import METRIC_FIELDS, Planned, metrics_for
-from auditor.verify.premise import premise_call, stated
+from auditor.verify.asker import OnStageCalls
+from auditor.verify.base import Judge
+from auditor.verify.kb import KnowledgeBase
+from auditor.verify.pipeline import check_batch
 from auditor.versions import package_versions
 
 __all__ = [
@@ -106,96 +80,6 @@ class CheckSummary:
         """No claim got a verdict and the judge is why (not: nothing needed checking)."""
         judged = self.supported + self.unsupported + self.contradicted
         return judged == 0 and self.unverifiable + self.outcomes.get("judge_failed", 0) > 0
-
-
-def _parse(reply: JudgeReply, model: type[BaseModel]) -> BaseModel | None:
-    if reply.error or not reply.text:
-        return None
-    try:
-        return model.model_validate_json(reply.text)
-    except ValidationError:
-        return None
-
-
-OnStageCalls = Callable[[str, int, int], None]
-"""Progress of one judge stage: (stage label, calls answered, calls in the stage)."""
-
-
-class _Asker:
-    """Sends judge calls in one batch, re-asks unparseable ones, and books usage per answer."""
-
-    def __init__(
-        self,
-        judge: Judge,
-        retries: int,
-        usage: dict[str, JudgeUsage],
-        on_calls: OnStageCalls | None = None,
-    ) -> None:
-        self.judge, self.retries, self.usage = judge, retries, usage
-        self.on_calls = on_calls
-
-    def ask(
-        self, calls: Sequence[tuple[JudgeCall, type[BaseModel] | None]], stage: str
-    ) -> dict[CallKey, Any]:
-        """{call key: parsed response (a label call: its reply) or None after all retries}."""
-        results: dict[CallKey, Any] = {}
-        pending = list(calls)
-        for attempt in range(self.retries + 1):
-            if not pending:
-                break
-            label = stage if attempt == 0 else f"{stage} (re-asking {len(pending)})"
-            on_reply = _counter(self.on_calls, label, len(pending))
-            started = time.perf_counter()
-            replies = self.judge.complete([call for call, _ in pending], on_reply)
-            elapsed = time.perf_counter() - started
-            total_tokens = sum(r.prompt_tokens + r.completion_tokens for r in replies) or 1
-            retry = []
-            for (call, model), reply in zip(pending, replies, strict=True):
-                usage = self.usage[call.key.item]
-                usage.add(reply, _STAGES.get(call.key.stage, call.key.stage))
-                usage.seconds += (
-                    elapsed * (reply.prompt_tokens + reply.completion_tokens) / total_tokens
-                )
-                parsed = _parse(reply, model) if model is not None else _label_reply(reply)
-                results[call.key] = parsed
-                if parsed is None:
-                    usage.failures += 1
-                    retry.append((call, model))
-            pending = retry
-        return results
-
-
-def _counter(on_calls: OnStageCalls | None, label: str, total: int) -> Callable[[], None] | None:
-    """A per-reply callback that reports `label`'s progress (reported at 0 at once)."""
-    if on_calls is None:
-        return None
-    answered = 0
-    on_calls(label, 0, total)
-
-    def on_reply() -> None:
-        nonlocal answered
-        answered += 1
-        on_calls(label, answered, total)
-
-    return on_reply
-
-
-# the usage stage each call stage is booked under
-_STAGES = {
-    "cp-answer": "context_precision",
-    "cp-reference": "context_precision_with_reference",
-    "relevancy": "answer_relevancy",
-    "recall": "context_recall",
-    "refstatements": "answer_correctness",
-    "correctness": "answer_correctness",
-}
-
-
-def _label_reply(reply: JudgeReply) -> JudgeReply | None:
-    """A label call's reply, or None when it failed (no text and no log-probabilities)."""
-    if reply.error or not (reply.text.strip() or reply.top_logprobs):
-        return None
-    return reply
 
 
 def _same_judge(previous: dict[str, Any], current: dict[str, Any]) -> bool:
@@ -253,7 +137,7 @@ def check_items(
     with RecordWriter(out_dir, CHECKS) as writer:
         for start in range(0, len(todo), size):
             batch = todo[start : start + size]
-            for row in _check_batch(batch, config, judge, embed, on_calls, kb):
+            for row in check_batch(batch, config, judge, embed, on_calls, kb):
                 writer.write(row)
                 _count(summary, row)
             if on_batch:
@@ -366,216 +250,3 @@ def _count(summary: CheckSummary, row: dict[str, Any]) -> None:
     summary.judge_seconds += judge["seconds"]
     summary.listed_claims += row.get("listed_claims", 0)
     summary.listing_errors += len(row.get("listing_errors", []))
-
-
-def _check_batch(
-    batch: list[AnswerItem],
-    config: JudgeConfig,
-    judge: Judge,
-    embed: Callable[[list[str]], Any],
-    on_calls: OnStageCalls | None = None,
-    kb: KnowledgeBase | None = None,
-) -> list[dict[str, Any]]:
-    usage = {item.id: JudgeUsage() for item in batch}
-    asker = _Asker(judge, config.retries, usage, on_calls)
-    metrics = metrics_for(config)
-    checks_faithfulness = "faithfulness" in config.metrics
-    outcomes = {
-        item.id: (
-            "generation_error"
-            if item.error
-            else answer_outcome(
-                item.answer,
-                # claims checked against the knowledge base only need no returned context
-                [t for _, t in item.chunks] or (["kb"] if item.sources == "kb" else []),
-                config.max_answer_chars,
-            )
-        )
-        for item in batch
-    }
-
-    # Stage 1: the claims of each answer, and every metric's independent calls.
-    calls: list[Planned] = []
-    for item in batch:
-        outcome = outcomes[item.id]
-        if checks_faithfulness and outcome in {"checked", "truncated", "no_context"}:
-            calls.append(claims_call(item, config))
-        for metric in metrics:
-            calls.extend(metric.plan(item, outcome))
-    premise = checks_faithfulness and config.premise_check
-    stages = 2 + premise + config.quote_check
-    stage = iter(range(1, stages + 1))
-    first = asker.ask(calls, f"stage {next(stage)}/{stages}: claims")
-
-    # Stage 2 (premise_check): each listed claim against its own answer (does it make it?).
-    claims: dict[str, list[Claim]] = {}
-    listed: dict[str, list[Claim]] = {}
-    failures: dict[str, list[str]] = {item.id: [] for item in batch}
-    for item in batch:
-        key = CallKey("claims", item.id)
-        if key in first and first[key] is None:
-            failures[item.id].append("claims: no valid judge output after retries")
-        elif key in first:
-            listed[item.id] = listed_claims(item, first[key].claims, config)
-    listing_errors: dict[str, list[dict[str, Any]]] = {item.id: [] for item in batch}
-    premise_replies: dict[CallKey, Any] = {}
-    if premise:
-        premise_calls: list[Planned] = [
-            (premise_call(item.id, index, item.question, _body(item, config), claim), None)
-            for item in batch
-            if outcomes[item.id] != "refusal"
-            for index, claim in enumerate(listed.get(item.id, []))
-            if _needs_premise_check(claim, item, config)
-        ]
-        premise_replies = asker.ask(
-            premise_calls, f"stage {next(stage)}/{stages}: claims vs answer"
-        )
-    for item in batch:
-        claims[item.id] = []
-        if outcomes[item.id] == "refusal" and checks_faithfulness:
-            # a declining answer claims only what is missing: its sentences, as written
-            claims[item.id] = refusal_claims(item)
-            continue
-        if item.id not in listed:
-            continue
-        kept: list[Claim] = []
-        dropped: list[tuple[Claim, dict[str, Any]]] = []
-        for index, claim in enumerate(listed[item.id]):
-            # no reply (not asked, or no valid output after retries): the claim is kept
-            reply = premise_replies.get(CallKey("premise", item.id, (index,)))
-            keep, said = (True, {}) if reply is None else stated(reply.top_logprobs, reply.text)
-            if keep:
-                kept.append(claim)
-            else:
-                dropped.append((claim, said))
-        claims[item.id] = with_sentences(item, kept, [c for c, _ in dropped], config)
-        checked = {c.text for c in claims[item.id]}
-        for claim, said in dropped:
-            instead = source_sentence(claim.span, _body(item, config), item.question)
-            listing_errors[item.id].append(
-                {
-                    "text": claim.text,
-                    "span": list(claim.span) if claim.span else None,
-                    **said,
-                    "checked_instead": instead if instead in checked else None,
-                }
-            )
-
-    # Next: each claim against each of its most similar chunks; calls that need the claims.
-    second_calls: list[Planned] = []
-    checks: dict[str, ClaimChecks] = {}
-    for item in batch:
-        found = claims[item.id]
-        for metric in metrics:
-            second_calls.extend(metric.plan_after_claims(item, [c.text for c in found], first))
-        looks_up_kb = item.sources != "returned" and kb is not None
-        if found and not item.chunks and not looks_up_kb:
-            for claim in found:
-                claim.verdict, claim.reason = "unsupported", "no retrieved context to support it"
-        elif found:
-            kb_for_claim = (
-                attach_kb_chunks(item, found, kb, config.chunks_per_claim)
-                if looks_up_kb and kb is not None
-                else None
-            )
-            entailment, checks[item.id] = entailment_calls(item, found, config, embed, kb_for_claim)
-            second_calls.extend((call, None) for call in entailment)
-    replies = first | asker.ask(second_calls, f"stage {next(stage)}/{stages}: claim-chunk labels")
-
-    for item in batch:
-        for index, pairs in checks.get(item.id, {}).items():
-            decide(claims[item.id][index], item, pairs, replies, config, embed, failures[item.id])
-
-    # Stage 3 (quote_check): each supported-looking claim against its quote alone.
-    if config.quote_check:
-        quotes: list[Planned] = []
-        asked: dict[CallKey, tuple[Claim, str, str]] = {}
-        for item in batch:
-            for index, claim in enumerate(claims[item.id]):
-                planned = quote_call(claim, index, item, embed)
-                if planned is not None:
-                    call, quote, chunk_id = planned
-                    quotes.append((call, None))
-                    asked[call.key] = (claim, quote, chunk_id)
-        answered = asker.ask(quotes, f"stage {next(stage)}/{stages}: quote labels")
-        for key, (claim, quote, chunk_id) in asked.items():
-            reply = answered.get(key)
-            if reply is None:
-                failures[key.item].append(f"quote {chunk_id}: no valid judge output after retries")
-                continue
-            probabilities, written = label_probabilities(reply.top_logprobs, reply.text)
-            apply_quote(claim, quote, chunk_id, probabilities, written, config.support_threshold)
-
-    rows = []
-    for item in batch:
-        fields: dict[str, Any] = dict(METRIC_FIELDS)
-        for metric in metrics:
-            fields |= metric.score(item, replies, failures[item.id], embed)
-        row = _row(
-            item, outcomes[item.id], claims[item.id], fields, usage[item.id], failures[item.id]
-        )
-        if premise:
-            row["listed_claims"] = sum(c.origin == "judge" for c in listed.get(item.id, []))
-            row["listing_errors"] = listing_errors[item.id]
-        row["sources"] = item.sources
-        if item.kb_chunks:
-            meta = kb.meta if kb is not None else {}
-            row["kb_chunks"] = [
-                {"chunk_id": chunk_id, **meta.get(chunk_id, {}), "text": text}
-                for chunk_id, text in item.kb_chunks
-            ]
-        rows.append(row)
-    return rows
-
-
-def _body(item: AnswerItem, config: JudgeConfig) -> str:
-    return item.answer[: config.max_answer_chars]
-
-
-def _needs_premise_check(claim: Claim, item: AnswerItem, config: JudgeConfig) -> bool:
-    """Listed fact claims not written word for word in the answer. The listing errors the
-    premise check exists for (a claim from the question, a flipped meaning, an abstention
-    turned into a fact) are all facts; a listed abstention the answer never made is already
-    dropped (`listed_claims`)."""
-    return (
-        claim.origin == "judge"
-        and claim.kind == "fact"
-        and not written_in(claim.text, _body(item, config))
-    )
-
-
-def _row(
-    item: AnswerItem,
-    outcome: str,
-    claims: list[Claim],
-    fields: dict[str, Any],
-    usage: JudgeUsage,
-    failures: list[str],
-) -> dict[str, Any]:
-    """One checks.jsonl record."""
-    if outcome == "checked" and failures and not claims:
-        outcome = "judge_failed"
-    counts = {v: sum(c.verdict == v for c in claims) for v in VERDICTS}
-    hallucinated = counts["unsupported"] + counts["contradicted"]
-    return {
-        "id": item.id,
-        "outcome": outcome,
-        "claims": [c.to_json() for c in claims],
-        "claim_counts": counts,
-        "faithfulness": faithfulness(claims),
-        "support_score": support_score(claims),
-        "hallucinated": (hallucinated > 0)
-        if counts["supported"] + hallucinated
-        else (False if outcome == "refusal" else None),
-        **fields,
-        "judge": {
-            "calls": usage.calls,
-            "prompt_tokens": usage.prompt_tokens,
-            "cached_tokens": usage.cached_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "seconds": round(usage.seconds, 4),
-            "failures": usage.failures,
-            "stages": usage.stages,
-        },
-        "judge_failures": failures,
-    }

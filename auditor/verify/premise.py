@@ -12,7 +12,7 @@ The answer is the premise: one short label per listed claim, read from the first
 log-probabilities like the claim-chunk labels. The question and answer come first and the claim
 last, so every claim of one answer shares the prompt prefix. A claim is kept unless a label
 other than "true" is the likeliest: no threshold is fitted here. Only listed fact claims whose
-words the answer does not all write are asked (`check._needs_premise_check`): the 1.5B judge
+words the answer does not all write are asked (`pipeline._needs_premise_check`): the 1.5B judge
 labels a claim copied from the answer, or an abstention, "unknown" about as often as not.
 """
 

@@ -554,7 +554,7 @@ def test_figures_from_the_question_are_premises_not_vetoed(tmp_path: Path) -> No
 def test_a_claims_figures_choose_its_source_chunk_before_similarity() -> None:
     """The chunk that writes the claim's figures is checked, even when another chunk reads
     closer; without figures, the chunk with the closest sentence (not the closest opening) wins."""
-    from auditor.verify.faithfulness import rank_chunks
+    from auditor.verify.evidence import rank_chunks
 
     embed = FakeEmbedder().embed
     chunks = [
@@ -613,7 +613,7 @@ def test_quote_check_turns_a_claim_its_own_evidence_refutes_into_contradicted() 
     threshold, the claim is contradicted and the quote is its evidence; a quote that merely
     lacks context ("unknown") barely moves it."""
     from auditor.verify.base import Claim
-    from auditor.verify.faithfulness import apply_quote
+    from auditor.verify.quotes import apply_quote
 
     def reply(true: float, false: float, unknown: float) -> tuple[dict[str, float], str]:
         return {"true": true, "false": false, "unknown": unknown}, "true"
@@ -754,7 +754,7 @@ def test_sentences_no_claim_carries_are_checked_as_written() -> None:
 
 
 def test_claims_of_adds_what_the_list_left_out() -> None:
-    from auditor.verify.faithfulness import claims_of
+    from auditor.verify.listing import claims_of
 
     item = _item(
         "a", "The warranty lasts 2 years. Returns are accepted within 30 days of delivery."
