@@ -7,7 +7,8 @@ A local service (Starlette under uvicorn on 127.0.0.1) answers each question aft
 alternating, in one process: the auditor's `HttpTargetGenerator` (JMESPath mapping, contexts,
 retries and endpoint choice armed, one record per answer) against `httpx.AsyncClient` posting
 the same bodies at the same concurrency and reading the answer by hand. Prints requests/s of
-each and the ratio (target >= 0.95), median of the rounds; then the same with the answer's
+each and the ratio (target >= 0.95): median and spread of the rounds, the two sides
+taking turns to go first; then the same with the answer's
 tokens counted by the auditor (cl100k_base) instead of read from the reply.
 """
 
@@ -33,6 +34,7 @@ from starlette.routing import Route
 from auditor.config import HttpGeneratorConfig
 from auditor.generate.base import GenRequest, GenResult
 from auditor.generate.http_target import HttpTargetGenerator
+from bench.harness import side_order, spread, spread_line, write_result
 
 SERVICE_S = 0.02
 ANSWER = " ".join(["The warranty lasts two years from the delivery date."] * 8)
@@ -116,23 +118,47 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--name", help="bench/results/NAME.json (default: none written).")
     args = parser.parse_args()
     url, server = start_service()
     questions = [f"question {i}" for i in range(args.requests)]
     auditor_side(url, questions[:20], args.concurrency, True)  # warm-up (and the tokenizer)
     plain_side(url, questions[:20], args.concurrency)
+    figures = {}
     for counted in (False, True):
         ours: list[float] = []
         plain: list[float] = []
-        for _ in range(args.rounds):
-            ours.append(auditor_side(url, questions, args.concurrency, counted))
-            plain.append(plain_side(url, questions, args.concurrency))
+        ratios: list[float] = []
+        for round_no in range(1, args.rounds + 1):
+            rates = {}
+            for side in side_order(round_no, ["auditor", "plain"]):
+                rates[side] = (
+                    auditor_side(url, questions, args.concurrency, counted)
+                    if side == "auditor"
+                    else plain_side(url, questions, args.concurrency)
+                )
+            ours.append(rates["auditor"])
+            plain.append(rates["plain"])
+            ratios.append(rates["auditor"] / rates["plain"])
         a, b = statistics.median(ours), statistics.median(plain)
         how = "tokens counted by the auditor" if counted else "tokens from the reply"
         print(
             f"{how:32s} auditor http target {a:6.1f} req/s | plain httpx {b:6.1f} req/s | "
-            f"ratio {a / b:.3f} (target >= 0.95; {args.requests} requests, concurrency "
-            f"{args.concurrency}, service {SERVICE_S * 1000:.0f} ms, median of {args.rounds})"
+            f"ratio {spread_line(ratios)} (target >= 0.95; {args.requests} requests, "
+            f"concurrency {args.concurrency}, service {SERVICE_S * 1000:.0f} ms)"
+        )
+        figures["counted" if counted else "from_reply"] = {
+            "ratio": spread(ratios),
+            "auditor_rps": spread(ours),
+            "plain_rps": spread(plain),
+        }
+    if args.name:
+        write_result(
+            args.name,
+            "http overhead",
+            figures,
+            note=f"{args.requests} requests, concurrency {args.concurrency}, "
+            f"service {SERVICE_S * 1000:.0f} ms",
         )
     server.should_exit = True
 

@@ -13,13 +13,17 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.py` finds bench.*
+
 from auditor.config import EmbedderConfig, IngestConfig
 from auditor.ingest import ingest_corpus, load_embedder
 from auditor.retrieve import Retriever
+from bench.harness import side_order, spread, spread_line, write_result
 
 DEFAULT_CORPUS = (
     Path(__file__).resolve().parents[2] / "shared" / "datasets" / "ragtruth-qa" / "corpus"
@@ -31,6 +35,7 @@ def main() -> None:
     parser.add_argument("corpus", nargs="?", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--name", help="bench/results/NAME.json (default: none written).")
     args = parser.parse_args()
 
     config = IngestConfig(embedder=EmbedderConfig(batch_size=args.batch_size))
@@ -48,13 +53,15 @@ def main() -> None:
         ratios, ingest_rates, encode_rates = [], [], []
         for round_no in range(1, args.rounds + 1):
             index = workdir / f"round{round_no}"
-            started = time.perf_counter()
-            report = ingest_corpus(args.corpus, index, config, embedder)
-            ingest_s = time.perf_counter() - started
-
-            started = time.perf_counter()
-            model.encode(texts, batch_size=args.batch_size, normalize_embeddings=True)
-            encode_s = time.perf_counter() - started
+            seconds: dict[str, float] = {}
+            for side in side_order(round_no, ["ingest", "encode"]):
+                started = time.perf_counter()
+                if side == "ingest":
+                    report = ingest_corpus(args.corpus, index, config, embedder)
+                else:
+                    model.encode(texts, batch_size=args.batch_size, normalize_embeddings=True)
+                seconds[side] = time.perf_counter() - started
+            ingest_s, encode_s = seconds["ingest"], seconds["encode"]
 
             ingest_rate, encode_rate = report.chunks / ingest_s, len(texts) / encode_s
             ingest_rates.append(ingest_rate)
@@ -71,10 +78,22 @@ def main() -> None:
             f"{total} chunks, batch size {args.batch_size}"
         )
         print(
-            f"median: ingest {statistics.median(ingest_rates):.1f} chunks/s, raw encode "
-            f"{statistics.median(encode_rates):.1f} chunks/s, ratio {statistics.median(ratios):.3f} "
+            f"ingest {statistics.median(ingest_rates):.1f} chunks/s, raw encode "
+            f"{statistics.median(encode_rates):.1f} chunks/s; ratio {spread_line(ratios)} "
             f"(target >= 0.8)"
         )
+        if args.name:
+            write_result(
+                args.name,
+                "ingest",
+                {
+                    "ratio": spread(ratios),
+                    "ingest_chunks_per_s": spread(ingest_rates),
+                    "encode_chunks_per_s": spread(encode_rates),
+                },
+                note=f"{total} chunks, batch size {args.batch_size}",
+                data=[args.corpus],
+            )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import random
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,10 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.
 from auditor.store import read_jsonl
 from auditor.verify.claims import flagged_at, ranking_score
 from auditor.verify.thresholds import auroc, balanced_accuracy, best_threshold
-from auditor.versions import package_versions
 from bench.agreement import DEV, FOLDS, _claims, fold_of
+from bench.harness import write_result
 
-RESULTS = Path(__file__).resolve().parent / "results"
 ROUNDS = 2000
 
 
@@ -71,21 +68,16 @@ def main() -> None:
     figures["listing"] = {"before": _listing(before), "after": _listing(after)}
     print(json.dumps(figures, indent=1))
     if args.name:
-        RESULTS.mkdir(exist_ok=True)
-        result = {
-            "bench": f"paired {args.kind}",
-            "note": args.note,
-            "data": [_relative(p) for p in args.data or [default]],
-            "answers": len(shared),
-            "date": time.strftime("%Y-%m-%d"),
-            "cpu": _cpu(),
-            "packages": package_versions(),
-            "judge": _judge(args.after),
-            "figures": figures,
-        }
-        path = RESULTS / f"{args.name}.json"
-        path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-        print(f"-> {path}")
+        write_result(
+            args.name,
+            f"paired {args.kind}",
+            figures,
+            note=args.note,
+            data=args.data or [default],
+            dtype=_dtype(args.after),
+            answers=len(shared),
+            judge=_judge(args.after),
+        )
 
 
 CONTRAST = Path(__file__).resolve().parents[1] / "corpora" / "kestrel" / "contrast.jsonl"
@@ -213,37 +205,18 @@ def _with_interval(
     }
 
 
-def _relative(path: Path) -> str:
-    """A data path as the repo names it (../shared/..., corpora/...), never a machine's."""
-    root = Path(__file__).resolve().parents[1]
-    resolved = path.resolve()
-    for base, prefix in ((root, ""), (root.parent / "shared", "../shared/")):
-        if resolved.is_relative_to(base):
-            return prefix + str(resolved.relative_to(base))
-    return path.name
-
-
-def _cpu() -> dict[str, Any]:
-    flags: set[str] = set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                break
-    except OSError:
-        pass
-    return {
-        "machine": platform.machine(),
-        "cores": len(__import__("os").sched_getaffinity(0)),
-        "bf16": sorted(flags & {"amx_bf16", "avx512_bf16"}),
-    }
-
-
 def _judge(out: Path) -> dict[str, Any]:
     """The judge identity and verdict logic of a run dir's check.json."""
     manifest = json.loads((out / "check.json").read_text(encoding="utf-8"))
     judge = manifest.get("judge", {})
     return {"identity": judge.get("identity"), "verdict_logic": judge.get("verdict_logic")}
+
+
+def _dtype(out: Path) -> str | None:
+    """The judge engine's dtype, from a run dir's check.json."""
+    manifest = json.loads((out / "check.json").read_text(encoding="utf-8"))
+    generator = manifest.get("judge", {}).get("config", {}).get("generator", {})
+    return generator.get("dtype")
 
 
 if __name__ == "__main__":

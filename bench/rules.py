@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,12 +30,11 @@ from auditor.config import JudgeConfig
 from auditor.store import read_jsonl
 from auditor.verify.check import import_answers
 from bench.agreement import DEV, redecided
+from bench.harness import write_result
 from bench.paired import (
     CONTRAST,
-    RESULTS,
-    _cpu,
+    _dtype,
     _judge,
-    _relative,
     compare_agreement,
     compare_contrast,
 )
@@ -92,26 +90,16 @@ def main() -> None:
         print(f"{rule}: on vs off, {changed} answers change a verdict")
         print(json.dumps(result, indent=1))
     if args.name:
-        RESULTS.mkdir(exist_ok=True)
-        path = RESULTS / f"{args.name}.json"
-        path.write_text(
-            json.dumps(
-                {
-                    "bench": f"rules {args.kind}",
-                    "note": "before = the rule off, after = the rule on (as shipped)",
-                    "data": [_relative(p) for p in paths],
-                    "answers": len(checks),
-                    "date": time.strftime("%Y-%m-%d"),
-                    "cpu": _cpu(),
-                    "judge": _judge(args.run),
-                    "figures": figures,
-                },
-                indent=1,
-            )
-            + "\n",
-            encoding="utf-8",
+        write_result(
+            args.name,
+            f"rules {args.kind}",
+            figures,
+            note="before = the rule off, after = the rule on (as shipped)",
+            data=paths,
+            dtype=_dtype(args.run),
+            answers=len(checks),
+            judge=_judge(args.run),
         )
-        print(f"-> {path}")
 
 
 if __name__ == "__main__":

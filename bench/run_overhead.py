@@ -5,7 +5,8 @@
 The auditor side is `run_pipeline` for real (engine stepped by the auditor, a record written
 and fsynced per answer, timings collected); the direct side is `LLM.generate` on the exact
 token ids the auditor sent. Both use one engine, the prefix cache is reset before each side,
-and the sides alternate so machine noise hits both. The figure is the median ratio of output
+and the sides alternate their order round by round so machine noise and warm caches hit
+both. The figure is the median ratio of output
 tokens per second (target >= 0.95: the auditor must not distort what it measures).
 """
 
@@ -14,10 +15,13 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.py` finds bench.*
 
 from auditor.config import IngestConfig, PipelineConfig
 from auditor.generate.vllm_offline import VLLMGenerator
@@ -25,6 +29,7 @@ from auditor.ingest import ingest_corpus, load_embedder
 from auditor.run import run_pipeline
 from auditor.store import read_records
 from auditor.testing import SharedGenerator
+from bench.harness import side_order, spread, spread_line, write_result
 
 REPO = Path(__file__).resolve().parents[1]
 KESTREL = REPO / "corpora" / "kestrel"
@@ -36,6 +41,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--name", help="bench/results/NAME.json (default: none written).")
     args = parser.parse_args()
 
     config = PipelineConfig.model_validate(
@@ -69,27 +75,46 @@ def main() -> None:
 
         auditor_side(0)  # warm-up, and the prompts for the direct side
         prompts = _recorded_prompts(engine, workdir / "run0")
-        ratios, ours, theirs = [], [], []
-        for round_no in range(1, args.rounds + 1):
-            wall, tokens = auditor_side(round_no)
+
+        def direct_side() -> tuple[float, int]:
             engine.llm.reset_prefix_cache()
             started = time.perf_counter()
             outputs = engine.llm.generate(prompts, engine.sampling_params(), use_tqdm=False)
-            direct_wall = time.perf_counter() - started
-            direct_tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
+            return time.perf_counter() - started, sum(len(o.outputs[0].token_ids) for o in outputs)
+
+        ratios, ours, theirs = [], [], []
+        for round_no in range(1, args.rounds + 1):
+            timed: dict[str, tuple[float, int]] = {}
+            for side in side_order(round_no, ["auditor", "direct"]):
+                timed[side] = auditor_side(round_no) if side == "auditor" else direct_side()
+            (wall, tokens), (direct_wall, direct_tokens) = timed["auditor"], timed["direct"]
             a, d = tokens / wall, direct_tokens / direct_wall
             ours.append(a)
             theirs.append(d)
             ratios.append(a / d)
+            first = side_order(round_no, ["auditor run", "LLM.generate"])[0]
             print(
-                f"round {round_no}: auditor run {tokens} tok in {wall:.2f} s ({a:.1f} tok/s) | "
-                f"LLM.generate {direct_tokens} tok in {direct_wall:.2f} s ({d:.1f} tok/s) | ratio {a / d:.3f}"
+                f"round {round_no} ({first} first): auditor run {tokens} tok in {wall:.2f} s "
+                f"({a:.1f} tok/s) | LLM.generate {direct_tokens} tok in {direct_wall:.2f} s "
+                f"({d:.1f} tok/s) | ratio {a / d:.3f}"
             )
         print(f"\nmodel {args.model}, {args.questions} questions, max_tokens {args.max_tokens}")
         print(
-            f"median: auditor run {statistics.median(ours):.1f} tok/s, LLM.generate "
-            f"{statistics.median(theirs):.1f} tok/s, ratio {statistics.median(ratios):.3f} (target >= 0.95)"
+            f"auditor run {statistics.median(ours):.1f} tok/s, LLM.generate "
+            f"{statistics.median(theirs):.1f} tok/s; ratio {spread_line(ratios)} (target >= 0.95)"
         )
+        if args.name:
+            write_result(
+                args.name,
+                "run overhead",
+                {
+                    "ratio": spread(ratios),
+                    "auditor_tps": spread(ours),
+                    "direct_tps": spread(theirs),
+                },
+                note=f"model {args.model}, {args.questions} questions, max_tokens {args.max_tokens}",
+                dtype=config.generator.dtype,
+            )
         engine.close()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
