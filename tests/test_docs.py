@@ -34,9 +34,7 @@ def test_anchors_resolve() -> None:
 
     def slugs(doc: Path) -> set[str]:
         headings = re.findall(r"^#+ (.+)$", doc.read_text(encoding="utf-8"), flags=re.M)
-        return {
-            re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings
-        }
+        return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
 
     broken = []
     for doc in DOCS:
