@@ -223,10 +223,13 @@ def test_request_rate_is_reproducible(fake: FakeOpenAI) -> None:
 
 
 def test_two_endpoints_share_traffic() -> None:
-    """Requests are spread over both endpoints (least outstanding, ties round-robin)."""
+    """Requests are spread over both endpoints (least outstanding, ties round-robin). Which
+    endpoint frees a slot first depends on the machine's load, so the split is near even,
+    not exact (a loaded CI machine gave 3 and 5 once)."""
     with running_fake() as a, running_fake() as b:
         results, stats = run(make_cfg([a.url, b.url], concurrency=4), ["ok"] * 8)
-    assert a.chat_requests == 4 and b.chat_requests == 4
+    assert a.chat_requests + b.chat_requests == 8
+    assert 3 <= a.chat_requests <= 5 and 3 <= b.chat_requests <= 5
     assert {r.endpoint for r in results.values()} == {a.url, b.url}
     assert stats.regime["endpoints"] == [a.url, b.url]
 
