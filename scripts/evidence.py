@@ -70,6 +70,15 @@ def _data(result: dict[str, Any]) -> str:
     return ", ".join(f"`{d}`" for d in result.get("data", [])) or "(built in)"
 
 
+def _link(name: str) -> str:
+    return f"[{name}](../bench/results/{name}.json)"
+
+
+def _paired(figure: dict[str, Any], change: str) -> str:
+    """Before, after and their paired change, as three table cells."""
+    return f"{_ci(figure['before'])} | {_ci(figure['after'])} | {_ci(figure[change], True)}"
+
+
 def _dropped(listing: dict[str, Any] | None) -> str:
     if not listing:
         return "n/a"
@@ -93,10 +102,9 @@ def agreement_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
         f = r["figures"]
         ba, au = f["balanced_accuracy"], f["auroc"]
         lines.append(
-            f"| [{name}](../bench/results/{name}.json) | {r.get('note', '')} | {_data(r)} "
+            f"| {_link(name)} | {r.get('note', '')} | {_data(r)} "
             f"| {r.get('answers', f.get('answers'))} ({f.get('hallucinated', '?')} hallucinated) "
-            f"| {_ci(ba['before'])} | {_ci(ba['after'])} | {_ci(ba['gain'], True)} "
-            f"| {_ci(au['before'])} | {_ci(au['after'])} | {_ci(au['gain'], True)} "
+            f"| {_paired(ba, 'gain')} | {_paired(au, 'gain')} "
             f"| {_dropped((f.get('listing') or {}).get('after'))} | {r['date']} | {_logic(r)} "
             f"| {_machine(r)} |"
         )
@@ -124,10 +132,9 @@ def contrast_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
             for b, a in [(counts["before"], counts["after"])]
         )
         lines.append(
-            f"| [{name}](../bench/results/{name}.json) | {r.get('note', '')} | {_data(r)} "
+            f"| {_link(name)} | {r.get('note', '')} | {_data(r)} "
             f"| {r.get('answers')} | {t['before']} / {t['after']} "
-            f"| {_ci(w['before'])} | {_ci(w['after'])} | {_ci(w['change'], True)} "
-            f"| {_ci(c['before'])} | {_ci(c['after'])} | {_ci(c['change'], True)} "
+            f"| {_paired(w, 'change')} | {_paired(c, 'change')} "
             f"| {kinds} | {r['date']} | {_logic(r)} | {_machine(r)} |"
         )
     return lines
@@ -156,7 +163,7 @@ def rules_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
                     f"flagged {_ci(f['correct_flagged']['change'], True)}"
                 )
             lines.append(
-                f"| [{name}](../bench/results/{name}.json) | {rule} | {_data(r)} "
+                f"| {_link(name)} | {rule} | {_data(r)} "
                 f"| {f.get('answers_changed', '?')} | {figure} | {r['date']} | {_machine(r)} |"
             )
     return lines
@@ -186,7 +193,7 @@ def timing_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
     for name, r in rows:
         for figure, s in spreads("", r["figures"]):
             lines.append(
-                f"| [{name}](../bench/results/{name}.json) | {r['bench']} | {r.get('note', '')} "
+                f"| {_link(name)} | {r['bench']} | {r.get('note', '')} "
                 f"| {figure} | {s['median']:.3f} | {s['min']:.3f}-{s['max']:.3f} | {s['rounds']} "
                 f"| {r['date']} | {_machine(r)} |"
             )
