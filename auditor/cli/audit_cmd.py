@@ -13,6 +13,7 @@ from auditor.cli.options import (
     judge_option,
     load_calibration_option,
     questions_option,
+    ray_options,
     sources_option,
 )
 from auditor.cli.progress import StderrProgress
@@ -57,6 +58,7 @@ __all__ = ["audit"]
 @gate_option
 @history_option
 @calibration_option
+@ray_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def audit(
     pipelines: tuple[str, ...],
@@ -70,6 +72,8 @@ def audit(
     gate_texts: tuple[str, ...],
     history_path: Path | None,
     calibration_name: str | None,
+    ray: str | None,
+    ray_actors: int | None,
     quiet: bool,
 ) -> None:
     """Audit pipelines end to end: answer, check every claim, report, record, gate.
@@ -106,5 +110,7 @@ def audit(
             on_check_calls=display.step,
             calibration=calibration,
             sources=sources,
+            ray=ray,
+            ray_actors=ray_actors,
         )
     echo_outcome(outcome)

@@ -13,6 +13,7 @@ from auditor.cli.options import (
     calibration_option,
     judge_options,
     load_calibration_option,
+    ray_options,
     sources_option,
 )
 from auditor.cli.progress import StderrProgress
@@ -47,6 +48,7 @@ __all__ = ["check"]
 @sources_option
 @judge_options
 @calibration_option
+@ray_options
 @click.option("--limit", type=click.IntRange(1), help="Only the first N answers.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
@@ -59,6 +61,8 @@ def check(
     judge_path: Path | None,
     set_items: tuple[str, ...],
     calibration_name: str | None,
+    ray: str | None,
+    ray_actors: int | None,
     limit: int | None,
     as_json: bool,
     quiet: bool,
@@ -101,6 +105,8 @@ def check(
             on_batch=display.advance,
             on_calls=display.step,
             kb_index=kb_index,
+            ray=ray,
+            ray_actors=ray_actors,
         )
     if as_json:
         click.echo(

@@ -16,6 +16,7 @@ from auditor.config import (
     resolve_pipeline_path,
     validate_pipeline,
 )
+from auditor.scale.cluster import LOCAL
 from auditor.verify.answers import SOURCE_CHOICES
 
 __all__ = [
@@ -100,6 +101,25 @@ def load_calibration_option(given: str | None) -> Any:
         return None
 
     return resolve_calibration(given)
+
+
+def ray_options(func: F) -> F:
+    """`--ray [ADDRESS]` and `--ray-actors N`: check on a Ray cluster (auditor.scale)."""
+    func = click.option(
+        "--ray-actors",
+        type=click.IntRange(1),
+        help="Judge actors (one engine each); default: as many as the cluster fits.",
+    )(func)
+    return click.option(
+        "--ray",
+        "ray",
+        is_flag=False,
+        flag_value=LOCAL,
+        default=None,
+        metavar="[ADDRESS]",
+        help="Check on a Ray cluster: `auto` (the one this machine joined), HOST:PORT, "
+        "ray://HOST:10001; alone, a local cluster for this command.",
+    )(func)
 
 
 def judge_options(func: F) -> F:

@@ -11,21 +11,24 @@ and an interrupted check resumes where it stopped.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from auditor.config import EmbedderConfig, JudgeConfig, config_sha256, without_engine_only
 from auditor.errors import BadInput
 from auditor.files import utc_now, write_json_atomic
 from auditor.ingest import embed as embedders
+from auditor.ingest.manifest import read_manifest
+from auditor.scale.checking import RayCheck
+from auditor.scale.cluster import LOCAL, plan_actors, ray_cluster
 from auditor.store import RecordWriter, read_jsonl
 from auditor.verify import judges
 from auditor.verify.answers import AnswerItem, import_answers, items_from_run
 from auditor.verify.asker import OnStageCalls
 from auditor.verify.base import Judge
-from auditor.verify.kb import KnowledgeBase
+from auditor.verify.kb import KnowledgeBase, kb_identity
 from auditor.verify.pipeline import check_batch
 from auditor.versions import package_versions
 
@@ -92,6 +95,39 @@ def _same_judge(previous: dict[str, Any], current: dict[str, Any]) -> bool:
     return bool(without_engine_only(previous["config"]) == without_engine_only(current["config"]))
 
 
+class BatchRunner(Protocol):
+    """Where batches are checked: this process (`LocalBatches`) or a Ray cluster (`RayCheck`)."""
+
+    def identity(self) -> dict[str, Any] | None: ...
+
+    def record(self) -> dict[str, Any] | None: ...
+
+    def batches(self, todo: list[AnswerItem]) -> Iterator[list[dict[str, Any]]]: ...
+
+
+@dataclass
+class LocalBatches:
+    """The batches checked one after another by a judge in this process."""
+
+    config: JudgeConfig
+    judge: Judge
+    embed: Callable[[list[str]], Any]
+    on_calls: OnStageCalls | None = None
+    kb: KnowledgeBase | None = None
+
+    def identity(self) -> dict[str, Any] | None:
+        return self.judge.identity()
+
+    def record(self) -> dict[str, Any] | None:
+        return None  # this process
+
+    def batches(self, todo: list[AnswerItem]) -> Iterator[list[dict[str, Any]]]:
+        size = self.config.answers_per_batch
+        for start in range(0, len(todo), size):
+            batch = todo[start : start + size]
+            yield check_batch(batch, self.config, self.judge, self.embed, self.on_calls, self.kb)
+
+
 def check_items(
     items: list[AnswerItem],
     out_dir: Path,
@@ -103,7 +139,23 @@ def check_items(
     on_calls: OnStageCalls | None = None,
     kb: KnowledgeBase | None = None,
 ) -> CheckSummary:
-    """Check every item not yet in `out_dir/checks.jsonl`; append results batch by batch."""
+    """Check every item not yet in `out_dir/checks.jsonl` with `judge`, batch by batch."""
+    kb_id = kb.identity() if kb is not None else None
+    runner = LocalBatches(config, judge, embed, on_calls, kb)
+    return check_into(items, out_dir, config, runner, on_batch=on_batch, kb_id=kb_id)
+
+
+def check_into(
+    items: list[AnswerItem],
+    out_dir: Path,
+    config: JudgeConfig,
+    runner: BatchRunner,
+    *,
+    on_batch: Callable[[int], None] | None = None,
+    kb_id: dict[str, Any] | None = None,
+) -> CheckSummary:
+    """Check every item not yet in `out_dir/checks.jsonl` and append the rows `runner` yields,
+    each id once (the commit log a re-run resumes from)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     done = {row["id"] for row in read_jsonl(out_dir / CHECKS, repair=True)}
     todo = [item for item in items if item.id not in done]
@@ -114,8 +166,8 @@ def check_items(
         "sources": sorted({item.sources for item in items}),
         "started_at": utc_now(),
     }
-    if kb is not None and any(item.sources != "returned" for item in items):
-        manifest["kb"] = kb.identity()
+    if kb_id is not None and any(item.sources != "returned" for item in items):
+        manifest["kb"] = kb_id
     if manifest_path.exists():
         previous = json.loads(manifest_path.read_text(encoding="utf-8"))
         if done and not _same_judge(previous.get("judge", {}), manifest["judge"]):
@@ -126,26 +178,37 @@ def check_items(
         if done:
             _refuse_other_sources(out_dir, items)
         manifest["started_at"] = previous.get("started_at", manifest["started_at"])
-    manifest["judge"]["identity"] = judge.identity()
+        if "identity" in previous.get("judge", {}):  # until a cluster's actors report theirs
+            manifest["judge"]["identity"] = previous["judge"]["identity"]
+    identity = runner.identity()
+    if identity is not None:
+        manifest["judge"]["identity"] = identity
     manifest["judge"]["verdict_logic"] = VERDICT_LOGIC
     manifest["packages"] = package_versions()
     manifest["status"] = "running"
     write_json_atomic(manifest_path, manifest)
 
     summary = CheckSummary(out_dir=out_dir, skipped=len(items) - len(todo))
-    size = config.answers_per_batch
+    written = set(done)
     with RecordWriter(out_dir, CHECKS) as writer:
-        for start in range(0, len(todo), size):
-            batch = todo[start : start + size]
-            for row in check_batch(batch, config, judge, embed, on_calls, kb):
+        for rows in runner.batches(todo):
+            if identity is None and (identity := runner.identity()) is not None:
+                manifest["judge"]["identity"] = identity
+                write_json_atomic(manifest_path, manifest)
+            for row in rows:
+                if row["id"] in written:  # a batch retried after its rows arrived: once only
+                    continue
                 writer.write(row)
+                written.add(row["id"])
                 _count(summary, row)
             if on_batch:
-                on_batch(len(batch))
+                on_batch(len(rows))
     for row in read_jsonl(out_dir / CHECKS):
         if row["id"] in done:
             _count(summary, row)
     manifest |= {"status": "complete", "finished_at": utc_now()}
+    if (scale := runner.record()) is not None:
+        manifest["scale"] = scale
     if config.premise_check and "faithfulness" in config.metrics:
         # listed claims the answer does not make, dropped and checked as written instead
         manifest["listing"] = {
@@ -167,11 +230,15 @@ def check_run(
     on_batch: Callable[[int], None] | None = None,
     on_calls: OnStageCalls | None = None,
     kb_index: Path | None = None,
+    ray: str | None = None,
+    ray_actors: int | None = None,
 ) -> list[CheckSummary]:
     """Check the answers of several dirs with one embedder and one judge (`check` and `audit`).
 
     The embedder and the judge engine start only when some dir has answers left to check,
     and the engine is freed at the end, whatever happens. One summary per target, in order.
+    With `ray` (an address, or `LOCAL`) the batches are checked by judge actors on that
+    cluster instead, one engine each (`auditor.scale`).
     """
     for out_dir, items in targets:
         _refuse_other_sources(out_dir, items)
@@ -179,7 +246,24 @@ def check_run(
             raise BadInput(f"{out_dir}: checking against the knowledge base needs --index KB_DIR")
     pending = [(d, items) for d, items in targets if {i.id for i in items} - _checked_ids(d)]
     summaries: dict[Path, CheckSummary] = {}
-    if pending:
+    if pending and ray is not None:
+        uses_kb = any(i.sources != "returned" for _, its in pending for i in its)
+        kb_id = (
+            kb_identity(kb_index, read_manifest(kb_index).totals.get("chunks"))
+            if (kb_index is not None and uses_kb)
+            else None
+        )
+        on_stage(f"joining the Ray cluster ({'local' if ray == LOCAL else ray})")
+        with ray_cluster(ray) as ray_api:
+            plan = plan_actors(ray_api, config, ray_actors)
+            on_stage(f"checking with {plan.describe()}")
+            runner = RayCheck(ray_api, ray, plan, config, kb_index if uses_kb else None)
+            for out_dir, items in pending:
+                on_check_start(out_dir.name, len(items))
+                summaries[out_dir] = check_into(
+                    items, out_dir, config, runner, on_batch=on_batch, kb_id=kb_id
+                )
+    elif pending:
         if embed is None:
             on_stage("loading the embedder (claim-to-chunk similarity)")
             embed = embedders.load_embedder(EmbedderConfig()).embed

@@ -15,7 +15,17 @@ from auditor.retrieve import Retriever
 from auditor.verify.answers import AnswerItem
 from auditor.verify.base import Claim
 
-__all__ = ["KnowledgeBase", "attach_kb_chunks"]
+__all__ = ["KnowledgeBase", "attach_kb_chunks", "kb_identity"]
+
+
+def kb_identity(index_dir: Path, chunks: int | None) -> dict[str, Any]:
+    """What check.json records of the knowledge base claims were looked up in."""
+    manifest = index_dir / MANIFEST_NAME
+    return {
+        "path": str(index_dir),
+        "manifest_sha256": hashlib.sha256(manifest.read_bytes()).hexdigest(),
+        "chunks": chunks,
+    }
 
 
 class KnowledgeBase:
@@ -25,12 +35,7 @@ class KnowledgeBase:
 
         self.index_dir = index_dir
         self._retriever = Retriever.open(index_dir)
-        manifest = index_dir / MANIFEST_NAME
-        self._identity = {
-            "path": str(index_dir),
-            "manifest_sha256": hashlib.sha256(manifest.read_bytes()).hexdigest(),
-            "chunks": self._retriever.manifest.totals.get("chunks"),
-        }
+        self._identity = kb_identity(index_dir, self._retriever.manifest.totals.get("chunks"))
         self.meta: dict[str, dict[str, Any]] = {}  # chunk id -> document, page (for the report)
 
     def identity(self) -> dict[str, Any]:

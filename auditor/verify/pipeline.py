@@ -35,7 +35,7 @@ from auditor.verify.quotes import apply_quote, quote_call
 from auditor.verify.record import check_row
 from auditor.verify.verdicts import decide
 
-__all__ = ["check_batch"]
+__all__ = ["check_batch", "failed_row"]
 
 # what a listing error records: the dropped claim and what the judge said of it
 ListingError = dict[str, Any]
@@ -93,6 +93,14 @@ def check_batch(
             ]
         rows.append(row)
     return rows
+
+
+def failed_row(item: AnswerItem, why: str) -> dict[str, Any]:
+    """The record of an answer whose check itself failed (not its claims): `judge_failed`, no
+    claims, `why` in judge_failures; counted like any other record, so a re-run skips it."""
+    row = check_row(item, "judge_failed", [], dict(METRIC_FIELDS), JudgeUsage(), [why])
+    row["sources"] = item.sources
+    return row
 
 
 def _outcome(item: AnswerItem, config: JudgeConfig) -> str:

@@ -1,0 +1,157 @@
+"""The claim check over Ray Data: answers in, checks.jsonl rows out, each committed once.
+
+The answers left to check become a Ray dataset of (id, pickled AnswerItem), one block per
+`answers_per_batch`. `map_batches` hands the blocks to a pool of `JudgeActor`s; each actor
+starts the embedder, the knowledge base (read-only) and one judge engine once, and calls
+`check_batch`, the function the single-process check calls. The rows stream back to the
+driver in the order batches finish, and the driver alone appends them to checks.jsonl: a row
+is committed when its line is fsynced there, and a re-run skips every committed id. Ray's
+own checkpointing (`CheckpointConfig`) records rows a Ray Data sink wrote (parquet part
+files), not our checks.jsonl; the commit log the single-process check already trusts is the
+equivalent, so a batch finished by an actor but not yet written when the driver dies is
+checked again, never written twice.
+
+Faults: an actor that dies (engine crash, node lost, kill -9) is restarted by Ray and its
+batch retried up to `ACTOR_RETRIES` times. An answer whose check raises is re-checked alone;
+if it raises again, or its batch outlived its retries, it gets a `judge_failed` record naming
+why and the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from auditor.config import EmbedderConfig, JudgeConfig
+from auditor.errors import AuditorError
+from auditor.ingest import embed as embedders
+from auditor.scale.cluster import ActorPlan
+from auditor.verify import judges
+from auditor.verify.answers import AnswerItem
+from auditor.verify.kb import KnowledgeBase
+from auditor.verify.pipeline import check_batch, failed_row
+
+__all__ = ["ACTOR_RETRIES", "JudgeActor", "RayCheck"]
+
+ACTOR_RETRIES = 3  # a batch whose actor died is retried on a restarted actor this many times
+
+
+class JudgeActor:
+    """One judge engine on a cluster node: checks the batches Ray Data hands it."""
+
+    def __init__(self, config_json: str, kb_index: str | None) -> None:
+        import ray
+
+        self.config = JudgeConfig.model_validate_json(config_json)
+        self.embed = embedders.load_embedder(EmbedderConfig()).embed
+        self.kb = KnowledgeBase(Path(kb_index)) if kb_index else None
+        self.judge = judges.make_judge(self.config)
+        identity = self.judge.identity()
+        self.identity = json.dumps(identity, sort_keys=True)
+        self.node = ray.get_runtime_context().get_node_id()
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list[str]]:
+        items: list[AnswerItem] = [pickle.loads(blob) for blob in batch["item"]]
+        rows = self._check(items)
+        return {
+            "id": [row["id"] for row in rows],
+            "row": [json.dumps(row, ensure_ascii=False) for row in rows],
+            "identity": [self.identity] * len(rows),
+            "node": [self.node] * len(rows),
+        }
+
+    def _check(self, items: list[AnswerItem]) -> list[dict[str, Any]]:
+        try:
+            return check_batch(items, self.config, self.judge, self.embed, None, self.kb)
+        except Exception:  # a bad answer must not fail its batch-mates: check each alone
+            rows = []
+            for item in items:
+                try:
+                    rows += check_batch([item], self.config, self.judge, self.embed, None, self.kb)
+                except Exception as exc:
+                    rows.append(failed_row(item, f"the check raised {type(exc).__name__}: {exc}"))
+            return rows
+
+    def __del__(self) -> None:
+        judge = getattr(self, "judge", None)
+        if judge is not None:
+            judge.close()
+
+
+class RayCheck:
+    """The check's batches on a Ray cluster (`check_items` writes what `batches` yields)."""
+
+    def __init__(
+        self, ray: Any, address: str, plan: ActorPlan, config: JudgeConfig, kb_index: Path | None
+    ) -> None:
+        self.ray = ray
+        self.address = address
+        self.plan = plan
+        self.config = config
+        self.kb_index = kb_index
+        self.identities: dict[str, str] = {}  # node id -> judge identity (JSON)
+
+    def batches(self, todo: list[AnswerItem]) -> Iterator[list[dict[str, Any]]]:
+        """Rows of finished batches as they arrive; at the end, a `judge_failed` row for every
+        answer whose batch outlived its retries."""
+        if not todo:
+            return
+        from ray.data import DataContext
+
+        context = DataContext.get_current()
+        context.enable_progress_bars = False  # the command prints its own progress
+        context.max_errored_blocks = -1  # a batch past its retries: recorded, the run goes on
+        size = self.config.answers_per_batch
+        dataset = self.ray.data.from_items(
+            [{"id": item.id, "item": pickle.dumps(item)} for item in todo],
+            override_num_blocks=math.ceil(len(todo) / size),
+        ).map_batches(
+            JudgeActor,
+            batch_size=size,
+            batch_format="numpy",
+            fn_constructor_kwargs={
+                "config_json": self.config.model_dump_json(),
+                "kb_index": None if self.kb_index is None else str(self.kb_index.resolve()),
+            },
+            concurrency=self.plan.actors,
+            num_cpus=self.plan.num_cpus,
+            num_gpus=self.plan.num_gpus,
+            max_restarts=-1,
+            max_task_retries=ACTOR_RETRIES,
+            scheduling_strategy="SPREAD",
+        )
+        back: set[str] = set()
+        for out in dataset.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=0):
+            for node, identity in zip(out["node"], out["identity"], strict=True):
+                self._same_judge(str(node), str(identity))
+            rows = [json.loads(row) for row in out["row"]]
+            back.update(row["id"] for row in rows)
+            yield rows
+        lost = [item for item in todo if item.id not in back]
+        if lost:
+            why = f"its batch failed on {ACTOR_RETRIES + 1} judge actors in a row"
+            yield [failed_row(item, why) for item in lost]
+
+    def identity(self) -> dict[str, Any] | None:
+        """The judge's identity as the actors reported it (None before the first batch)."""
+        if not self.identities:
+            return None
+        found: dict[str, Any] = json.loads(next(iter(self.identities.values())))
+        return found
+
+    def record(self) -> dict[str, Any] | None:
+        return self.plan.record(self.address) | {"nodes_used": len(self.identities)}
+
+    def _same_judge(self, node: str, identity: str) -> None:
+        """Every actor must run the same weights: a node with other files fails the check."""
+        first = next(iter(self.identities.values()), identity)
+        if identity != first:
+            raise AuditorError(
+                f"Ray node {node} runs another judge than the first node ({identity} vs "
+                f"{first}): install the same model files on every node"
+            )
+        self.identities.setdefault(node, identity)
