@@ -298,6 +298,16 @@ def score(args: argparse.Namespace) -> None:
             ranking_score([Claim.from_json(c) for c in rows[a["id"]]["claims"]]) for a in shared
         ]
         probe = [first_seed[a["id"]] for a in shared]
+        if args.save_scores:
+            args.save_scores.write_text(
+                json.dumps(
+                    [
+                        {"id": a["id"], "hallucinated": g, "today": t, "probe": p}
+                        for a, g, t, p in zip(shared, gold, today, probe, strict=True)
+                    ],
+                    indent=0,
+                )
+            )
         # the two scores on one scale by rank, averaged: a stacking that fits nothing
         stacked = list((_ranks(today) + _ranks(probe)) / 2)
         rng = np.random.default_rng(0)
@@ -350,6 +360,9 @@ def main() -> None:
         help="Loss weight of a summary / data-to-text token in the CV arm (0: QA folds only).",
     )
     sc.add_argument("--skip-transfer", action="store_true")
+    sc.add_argument(
+        "--save-scores", type=Path, help="Write each paired answer's two scores here (JSON)."
+    )
     sc.add_argument(
         "--cs", type=lambda v: [float(x) for x in v.split(",")], default=[0.1], help="C grid."
     )

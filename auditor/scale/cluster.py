@@ -64,9 +64,16 @@ def ray_cluster(address: str) -> Iterator[Any]:
                 configure_logging=False,
             )
         except (ConnectionError, RuntimeError, ValueError) as exc:
+            why = str(exc.__cause__ or exc).strip().splitlines()[-1]
+            hint = (
+                "a cluster started by `ray start --head` asks for its token: set "
+                "RAY_AUTH_MODE=token here (the token is read from ~/.ray/auth_token or "
+                "RAY_AUTH_TOKEN)"
+                if "InvalidAuthToken" in why or "Authentication" in why
+                else "start one with `ray start --head`, or give --ray alone for a local cluster"
+            )
             raise BadInput(
-                f"--ray {address}: could not join the Ray cluster ({exc}); start one with "
-                "`ray start --head`, or give --ray alone for a local cluster"
+                f"--ray {address}: could not join the Ray cluster ({why}); {hint}"
             ) from exc
         try:
             yield ray
