@@ -21,6 +21,7 @@ from auditor.history import list_audits, record_audit
 from auditor.report import render_report
 from auditor.results import RunArtifacts, load_run, write_summary
 from auditor.run import RunCallbacks, run_pipeline
+from auditor.scale.generation import cluster_generators
 from auditor.verify.answers import choose_sources
 from auditor.verify.check import OnStageCalls, check_run, items_from_run
 
@@ -111,36 +112,37 @@ def run_audit(
             f"two pipelines share the name {sorted(n for n in names if names.count(n) > 1)[0]!r}; names must differ"
         )
     run_dirs = [out_dir / name for name in names]
-    for config, run_dir in zip(pipelines, run_dirs, strict=True):
-        on_stage(f"pipeline {config.name}: retrieval and generation -> {run_dir}")
-        run_pipeline(
-            config,
-            questions_path,
-            index_dir,
-            run_dir,
-            limit=limit,
-            callbacks=run_callbacks,
-            generator_factory=generator_factory,
-        )
+    with cluster_generators(ray, ray_actors) as on_cluster:
+        for config, run_dir in zip(pipelines, run_dirs, strict=True):
+            on_stage(f"pipeline {config.name}: retrieval and generation -> {run_dir}")
+            run_pipeline(
+                config,
+                questions_path,
+                index_dir,
+                run_dir,
+                limit=limit,
+                callbacks=run_callbacks,
+                generator_factory=generator_factory or on_cluster,
+            )
 
-    targets = []
-    for run_dir in run_dirs:
-        items = items_from_run(run_dir)
-        choose_sources(items, run_dir, sources, index_dir)
-        targets.append((run_dir, items))
-    check_run(
-        targets,
-        judge_config,
-        kb_index=index_dir,
-        judge_factory=judge_factory,
-        embed=embed,
-        on_stage=on_stage,
-        on_check_start=on_check_start,
-        on_batch=on_check_batch,
-        on_calls=on_check_calls,
-        ray=ray,
-        ray_actors=ray_actors,
-    )
+        targets = []
+        for run_dir in run_dirs:
+            items = items_from_run(run_dir)
+            choose_sources(items, run_dir, sources, index_dir)
+            targets.append((run_dir, items))
+        check_run(
+            targets,
+            judge_config,
+            kb_index=index_dir,
+            judge_factory=judge_factory,
+            embed=embed,
+            on_stage=on_stage,
+            on_check_start=on_check_start,
+            on_batch=on_check_batch,
+            on_calls=on_check_calls,
+            ray=ray,
+            ray_actors=ray_actors,
+        )
     on_stage("summaries, gates and report")
     return finish_audit(
         run_dirs, out_dir / "report.html", gates, history_path, record=True, calibration=calibration

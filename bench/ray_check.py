@@ -122,9 +122,9 @@ def main() -> None:
                 )
             print(f"2 actors / 1 actor on one 2-core machine: {actors[2] / actors[1]:.3f}")
             figures["two_nodes_one_machine"] = {
-                "answers_per_s_1_actor": round(actors[1], 4),
-                "answers_per_s_2_actors": round(actors[2], 4),
-                "ratio_2_over_1": round(actors[2] / actors[1], 4),
+                "answers_per_s_1_actor": spread([actors[1]]),
+                "answers_per_s_2_actors": spread([actors[2]]),
+                "ratio_2_over_1": spread([actors[2] / actors[1]]),
             }
         finally:
             subprocess.run([RAY, "stop", "--force"], capture_output=True, check=False)

@@ -172,7 +172,7 @@ def rules_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
 def timing_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
     lines = [
         "## Speed, side by side (`bench/ingest.py`, `bench/run_overhead.py`, "
-        "`bench/http_overhead.py`)",
+        "`bench/http_overhead.py`, `bench/ray_check.py`)",
         "",
         "Ratios of the auditor's side to the bare library's, measured alternately in one run "
         "(the sides take turns to go first): median and spread over the rounds.",

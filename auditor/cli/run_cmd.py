@@ -9,11 +9,18 @@ from typing import Any
 
 import click
 
-from auditor.cli.options import index_option, pipeline_options, questions_option, resolve_config
+from auditor.cli.options import (
+    index_option,
+    pipeline_options,
+    questions_option,
+    ray_options,
+    resolve_config,
+)
 from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.formatting import format_duration_ms
 from auditor.run import RunCallbacks, RunSummary, run_pipeline
+from auditor.scale.generation import cluster_generators
 from auditor.store import ENGINE_LOG
 
 __all__ = ["run"]
@@ -31,6 +38,7 @@ __all__ = ["run"]
     help="Run dir to write (or resume).",
 )
 @click.option("--limit", type=click.IntRange(1), help="Only the first N questions.")
+@ray_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def run(
@@ -40,6 +48,8 @@ def run(
     index_dir: Path,
     run_dir: Path,
     limit: int | None,
+    ray: str | None,
+    ray_actors: int | None,
     as_json: bool,
     quiet: bool,
 ) -> None:
@@ -52,9 +62,19 @@ def run(
     if pipeline is None:
         raise click.UsageError("--pipeline is required (a file, or a name in pipelines/)")
     config = resolve_config(pipeline, set_items, {})
-    with engine_output_to(run_dir / ENGINE_LOG), StderrProgress(enabled=not quiet) as display:
+    with (
+        engine_output_to(run_dir / ENGINE_LOG),
+        StderrProgress(enabled=not quiet) as display,
+        cluster_generators(ray, ray_actors) as on_cluster,
+    ):
         summary = run_pipeline(
-            config, questions_path, index_dir, run_dir, limit=limit, callbacks=_RunProgress(display)
+            config,
+            questions_path,
+            index_dir,
+            run_dir,
+            limit=limit,
+            callbacks=_RunProgress(display),
+            generator_factory=on_cluster,
         )
     if as_json:
         click.echo(json.dumps(asdict(summary) | {"run_dir": str(summary.run_dir)}, indent=2))
@@ -77,6 +97,11 @@ def format_summary(name: str, summary: RunSummary) -> str:
         )
     elif regime.get("mode") == "in-process":
         load = f"in-process pipeline, concurrency {regime.get('concurrency')}"
+    elif regime.get("engines"):
+        load = (
+            f"offline batch over {regime['engines']} engines (Ray), "
+            f"up to {regime.get('batch_size')} requests each"
+        )
     elif regime:
         load = f"offline batch of {regime.get('batch_size')}"
     else:

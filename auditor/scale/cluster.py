@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from auditor.config import JudgeConfig
+from auditor.config import JudgeConfig, VLLMGeneratorConfig
 from auditor.errors import BackendUnavailable, BadInput
 from auditor.generate.vllm_offline import is_cpu_build
 
@@ -41,7 +41,7 @@ class ActorPlan:
 
     def describe(self) -> str:
         each = f"{self.num_gpus:g} GPU" if self.num_gpus else f"{self.num_cpus:g} CPU"
-        return f"{self.actors} judge actor(s) ({each} each) on a {self.nodes}-node Ray cluster"
+        return f"{self.actors} engine actor(s) ({each} each) on a {self.nodes}-node Ray cluster"
 
 
 @contextlib.contextmanager
@@ -52,6 +52,9 @@ def ray_cluster(address: str) -> Iterator[Any]:
         import ray
     except ImportError as exc:
         raise BackendUnavailable("ray", "scale") from exc
+    if ray.is_initialized():  # `audit --ray`: generation and checking share one connection
+        yield ray
+        return
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no network at audit time
     _refuse_unreachable(address)
     # Ray prints its workers' stdout on this process's sys.stdout: keep it off the terminal
@@ -100,14 +103,16 @@ def _refuse_unreachable(address: str) -> None:
         ) from exc
 
 
-def plan_actors(ray: Any, config: JudgeConfig, actors: int | None) -> ActorPlan:
+def plan_actors(
+    ray: Any, config: JudgeConfig | VLLMGeneratorConfig, actors: int | None
+) -> ActorPlan:
     """One engine per actor: `tensor_parallel_size` GPUs each on GPU nodes; on CPU nodes one
     actor per node (a vLLM CPU engine uses its node's cores).
     `actors` overrides the count; more actors than the cluster can place is refused here."""
-    generator = config.generator
-    if generator.kind != "vllm":
+    generator = config.generator if isinstance(config, JudgeConfig) else config
+    if not isinstance(generator, VLLMGeneratorConfig):
         raise BadInput(
-            f"--ray: the judge {config.name} is a served endpoint ({generator.kind}); the "
+            f"--ray: the judge {getattr(config, 'name', generator.kind)} is a served endpoint ({generator.kind}); the "
             "cluster runs in-process vLLM judges only (a served judge scales on its server)"
         )
     nodes = [n for n in ray.nodes() if n.get("Alive")]

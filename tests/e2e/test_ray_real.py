@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from auditor.config import IngestConfig
+from auditor.ingest import ingest_corpus
 from auditor.store import read_jsonl
 from tests.conftest import KESTREL, REPO
 
@@ -150,41 +152,6 @@ def test_ray_verdicts_match_the_single_process_check(
     assert set(spread[next(iter(spread))]) == set(by_id[next(iter(by_id))]), "same schema"
 
 
-def test_a_ray_check_whose_driver_is_killed_resumes_with_every_answer_once(
-    cluster: tuple[str, dict[str, str]], smollm2_dir: Path, tmp_path: Path
-) -> None:
-    address, env = cluster
-    env = env | {"AUDITOR_MODELS_DIR": str(smollm2_dir.parent)}
-    rows = [json.loads(line) for line in (KESTREL / "contrast.jsonl").read_text().splitlines()]
-    answers = _answers(tmp_path / "answers.jsonl", rows[:4])
-    judge = tmp_path / "judge.toml"
-    judge.write_text(SMALL_JUDGE)
-    command = _check(
-        answers, tmp_path / "out", "--judge", str(judge), "--ray", address, "--ray-actors", "1"
-    )
-    before = _engines()
-    driver = subprocess.Popen(
-        command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        _wait_for_commits(tmp_path / "out", driver, 1)
-        driver.send_signal(signal.SIGKILL)
-        driver.wait(timeout=30)
-    finally:
-        driver.kill()
-    first = _ids(tmp_path / "out")
-    assert first and len(first) < 4, "killed after its first commit, before its last"
-    _no_engine_left(before, within_s=60)  # the driver's actors die with it, their engines too
-    done = subprocess.run(
-        command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False
-    )
-    assert done.returncode in (0, 1), done.stderr[-2000:]  # 1: a weak judge failed throughout
-    ids = _ids(tmp_path / "out")
-    assert sorted(ids) == sorted(r["id"] for r in rows[:4]), "lost or duplicated on resume"
-    assert ids[: len(first)] == first, "committed rows are never rewritten"
-    _no_engine_left(before)
-
-
 def _actor_processes() -> list[int]:
     """Ray Data's map workers (our JudgeActor inside), by their process title."""
     found = []
@@ -199,33 +166,87 @@ def _actor_processes() -> list[int]:
     return found
 
 
-def test_a_killed_actor_is_restarted_and_its_batch_retried(
+def test_a_killed_driver_then_a_killed_actor_end_with_every_answer_once(
     cluster: tuple[str, dict[str, str]], smollm2_dir: Path, tmp_path: Path
 ) -> None:
+    """The command SIGKILLed after its first commit (its actors and engines die with it), then
+    re-run; in the re-run the actor SIGKILLed mid-batch (Ray restarts it and retries the
+    batch): every answer committed once, none given up, no engine left."""
     address, env = cluster
     env = env | {"AUDITOR_MODELS_DIR": str(smollm2_dir.parent)}
     rows = [json.loads(line) for line in (KESTREL / "contrast.jsonl").read_text().splitlines()]
     answers = _answers(tmp_path / "answers.jsonl", rows[:6])
     judge = tmp_path / "judge.toml"
     judge.write_text(SMALL_JUDGE)
-    command = _check(
-        answers, tmp_path / "out", "--judge", str(judge), "--ray", address, "--ray-actors", "1"
-    )
+    out = tmp_path / "out"
+    command = _check(answers, out, "--judge", str(judge), "--ray", address, "--ray-actors", "1")
     before = _engines()
+
     driver = subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        _wait_for_commits(out, driver, 1)
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=30)
+    finally:
+        driver.kill()
+    first = _ids(out)
+    assert first and len(first) < 6, "killed after its first commit, before its last"
+    _no_engine_left(before, within_s=60)  # the driver's actors die with it, their engines too
+
+    rerun = subprocess.Popen(
         command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     try:
-        _wait_for_commits(tmp_path / "out", driver, 1)
+        _wait_for_commits(out, rerun, len(first) + 1)
         actors = _actor_processes()
         assert len(actors) == 1, actors
         os.kill(actors[0], signal.SIGKILL)  # mid-batch: the next batch was handed to it
-        _, stderr = driver.communicate(timeout=900)
+        _, stderr = rerun.communicate(timeout=900)
     finally:
-        driver.kill()
-    assert driver.returncode == 0, stderr[-2000:]
-    ids = _ids(tmp_path / "out")
+        rerun.kill()
+    assert rerun.returncode == 0, stderr[-2000:]
+    ids = _ids(out)
     assert sorted(ids) == sorted(r["id"] for r in rows[:6]), "lost or duplicated"
-    outcomes = {row["id"]: row["outcome"] for row in read_jsonl(tmp_path / "out" / "checks.jsonl")}
+    assert ids[: len(first)] == first, "committed rows are never rewritten"
+    outcomes = {row["id"]: row["outcome"] for row in read_jsonl(out / "checks.jsonl")}
     assert "judge_failed" not in outcomes.values(), "the batch was retried, not given up"
     _no_engine_left(before)
+
+
+def test_offline_generation_over_two_engines_records_every_question_once(
+    cluster: tuple[str, dict[str, str]],
+    smollm2_dir: Path,
+    real_embedder: Any,
+    tmp_path: Path,
+) -> None:
+    """`auditor run --ray`: a pipeline's questions spread over an engine per node, each
+    request timed by its engine, the regime saying how many engines."""
+    address, env = cluster
+    env = env | {"AUDITOR_MODELS_DIR": str(smollm2_dir.parent)}
+    index = tmp_path / "index"
+    ingest_corpus(KESTREL / "docs", index, IngestConfig(), real_embedder)
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(
+        'name = "ray-e2e"\n[generator]\nkind = "vllm"\nmodel = "smollm2-135m-instruct"\n'
+        "max_model_len = 2048\n[generator.sampling]\nmax_tokens = 32\n"
+    )
+    before = _engines()
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "auditor", "run", "--pipeline", str(pipeline),
+            "--questions", str(KESTREL / "questions.jsonl"), "--index", str(index),
+            "--out", str(tmp_path / "run"), "--limit", "6", "--ray", address, "--json",
+        ],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    _no_engine_left(before)
+    records = list(read_jsonl(tmp_path / "run" / "records.jsonl"))
+    assert sorted(r["id"] for r in records) == sorted({r["id"] for r in records})
+    assert len(records) == 6 and all(r["answer"] and r["error"] is None for r in records)
+    assert all(r["ttft_s"] is not None and r["e2e_s"] >= r["ttft_s"] for r in records)
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["load_regime"]["engines"] == 2 and manifest["load_regime"]["scale"] == "ray"
+    assert manifest["model"]["name"] == "smollm2-135m-instruct"
