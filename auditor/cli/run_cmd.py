@@ -99,7 +99,8 @@ def format_summary(name: str, summary: RunSummary) -> str:
         load = f"in-process pipeline, concurrency {regime.get('concurrency')}"
     elif regime.get("engines"):
         load = (
-            f"offline batch over {regime['engines']} engines (Ray), "
+            f"offline batch over {regime['engines']} engine{'s' if regime['engines'] != 1 else ''} "
+            "(Ray), "
             f"up to {regime.get('batch_size')} requests each"
         )
     elif regime:
