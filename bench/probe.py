@@ -1,7 +1,8 @@
 """A linear probe on the judge's own hidden states: does what it computes know more than it says?
 
     .venv/bin/python bench/probe.py extract --cache DIR [--data F ...] [--sample N] [--limit N]
-    .venv/bin/python bench/probe.py score --cache DIR [--checks RUN] [--seeds 5]
+    .venv/bin/python bench/probe.py score --cache DIR [--checks RUN] [--seeds 5] [--save-scores F]
+    .venv/bin/python bench/probe.py pair --scores F [--cache DIR]
 
 Design (b) of issue 21: one teacher-forced pass of the judge's weights per answer over its
 passages, question and answer (the judge's chat template, the answer as the assistant's turn),
@@ -298,39 +299,91 @@ def score(args: argparse.Namespace) -> None:
             ranking_score([Claim.from_json(c) for c in rows[a["id"]]["claims"]]) for a in shared
         ]
         probe = [first_seed[a["id"]] for a in shared]
+        scored = [
+            {"id": a["id"], "source_id": a["source_id"], "hallucinated": g, "today": t, "probe": p}
+            for a, g, t, p in zip(shared, gold, today, probe, strict=True)
+        ]
         if args.save_scores:
-            args.save_scores.write_text(
-                json.dumps(
-                    [
-                        {"id": a["id"], "hallucinated": g, "today": t, "probe": p}
-                        for a, g, t, p in zip(shared, gold, today, probe, strict=True)
-                    ],
-                    indent=0,
-                )
-            )
-        # the two scores on one scale by rank, averaged: a stacking that fits nothing
-        stacked = list((_ranks(today) + _ranks(probe)) / 2)
-        rng = np.random.default_rng(0)
-        gains = {"probe": [], "stacked": []}
-        for _ in range(1000):
-            pick = rng.integers(0, len(shared), len(shared))
-            g = [gold[i] for i in pick]
-            base = auroc([today[i] for i in pick], g)
-            for name, arm in (("probe", probe), ("stacked", stacked)):
-                value = auroc([arm[i] for i in pick], g)
-                if base is not None and value is not None:
-                    gains[name].append(value - base)
+            args.save_scores.write_text(json.dumps(scored, indent=0))
+        paired(scored)
+
+
+def paired(scored: list[dict[str, Any]]) -> None:
+    """The probe and its stack with today's logic against today's logic, on the same answers:
+    ranking (AUROC, the rank mean of both scores: fits nothing) and decision (balanced accuracy
+    of a stack whose two percentile scales and threshold come from the training folds only)."""
+    gold = [bool(r["hallucinated"]) for r in scored]
+    today = [float(r["today"]) for r in scored]
+    probe = [float(r["probe"]) for r in scored]
+    stacked = list((_ranks(today) + _ranks(probe)) / 2)
+    rng = np.random.default_rng(0)
+    gains: dict[str, list[float]] = {"probe": [], "stacked": []}
+    for _ in range(2000):
+        pick = rng.integers(0, len(scored), len(scored))
+        g = [gold[i] for i in pick]
+        base = auroc([today[i] for i in pick], g)
+        for name, arm in (("probe", probe), ("stacked", stacked)):
+            value = auroc([arm[i] for i in pick], g)
+            if base is not None and value is not None:
+                gains[name].append(value - base)
+    print(f"on the {len(scored)} answers today's logic checked (nested CV seed 0 for the probe):")
+    print(f"  today's logic AUROC {auroc(today, gold):.3f}")
+    for name, arm, key in (("probe", probe, "probe"), ("rank mean of both", stacked, "stacked")):
+        low, high = np.percentile(gains[key], [2.5, 97.5])
         print(
-            f"on the {len(shared)} answers today's logic checked (nested CV seed 0 for the probe):"
+            f"  {name} AUROC {auroc(arm, gold):.3f}, paired gain "
+            f"{auroc(arm, gold) - auroc(today, gold):+.3f} ({low:+.3f}..{high:+.3f})"
         )
-        print(f"  today's logic AUROC {auroc(today, gold):.3f}")
-        for name, arm in (("probe", probe), ("rank mean of both", stacked)):
-            key = "probe" if name == "probe" else "stacked"
-            low, high = np.percentile(gains[key], [2.5, 97.5])
-            print(
-                f"  {name} AUROC {auroc(arm, gold):.3f}, paired gain "
-                f"{auroc(arm, gold) - auroc(today, gold):+.3f} ({low:+.3f}..{high:+.3f})"
-            )
+
+    # decisions: 5 folds by question; percentiles and thresholds from the other four
+    decided: dict[str, dict[str, bool]] = {"today": {}, "probe": {}, "stack": {}}
+    stack_scores: dict[str, float] = {}
+    for outer in range(5):
+        train = [r for r in scored if fold(r, 0) != outer]
+        held = [r for r in scored if fold(r, 0) == outer]
+        labels = [bool(r["hallucinated"]) for r in train]
+        ref_t = np.array([r["today"] for r in train])
+        ref_p = np.array([r["probe"] for r in train])
+
+        def stack(r: dict[str, Any], ref_t: np.ndarray = ref_t, ref_p: np.ndarray = ref_p) -> float:
+            return (_percentile(ref_t, r["today"]) + _percentile(ref_p, r["probe"])) / 2
+
+        cuts = {
+            "today": best_threshold(list(ref_t), labels),
+            "probe": best_threshold(list(ref_p), labels),
+            "stack": best_threshold([stack(r) for r in train], labels),
+        }
+        for r in held:
+            stack_scores[r["id"]] = stack(r)
+            values = {"today": r["today"], "probe": r["probe"], "stack": stack_scores[r["id"]]}
+            for arm, cut in cuts.items():
+                decided[arm][r["id"]] = values[arm] < cut
+    pairs = {
+        arm: [(g, decided[arm][r["id"]]) for r, g in zip(scored, gold, strict=True)]
+        for arm in decided
+    }
+    ba_gains = []
+    for _ in range(2000):
+        pick = rng.integers(0, len(scored), len(scored))
+        ba_gains.append(
+            balanced_accuracy([pairs["stack"][i] for i in pick])
+            - balanced_accuracy([pairs["today"][i] for i in pick])
+        )
+    low, high = np.percentile(ba_gains, [2.5, 97.5])
+    stack_auc = auroc([stack_scores[r["id"]] for r in scored], gold)
+    print(
+        "  decisions, thresholds and percentile scales from the training folds: BA today "
+        f"{balanced_accuracy(pairs['today']):.3f}, probe {balanced_accuracy(pairs['probe']):.3f}, "
+        f"stack {balanced_accuracy(pairs['stack']):.3f} (AUROC {stack_auc:.3f}); stack - today "
+        f"{balanced_accuracy(pairs['stack']) - balanced_accuracy(pairs['today']):+.3f} "
+        f"({low:+.3f}..{high:+.3f})"
+    )
+
+
+def _percentile(reference: np.ndarray, value: float) -> float:
+    """The share of `reference` below `value` (ties count half): one answer's place on the
+    training folds' scale, defined for a single answer as a rank is not."""
+    return float((np.sum(reference < value) + 0.5 * np.sum(reference == value)) / len(reference))
 
 
 def _ranks(values: list[float]) -> np.ndarray:
@@ -366,8 +419,21 @@ def main() -> None:
     sc.add_argument(
         "--cs", type=lambda v: [float(x) for x in v.split(",")], default=[0.1], help="C grid."
     )
+    pa = sub.add_parser("pair", help="The paired arm alone, from a --save-scores file.")
+    pa.add_argument("--scores", type=Path, required=True)
+    pa.add_argument("--cache", type=Path, help="Where to look up source ids missing in the file.")
     args = parser.parse_args()
-    extract(args) if args.command == "extract" else score(args)
+    if args.command == "extract":
+        extract(args)
+    elif args.command == "score":
+        score(args)
+    else:
+        scored = json.loads(args.scores.read_text(encoding="utf-8"))
+        for r in scored:
+            if "source_id" not in r and args.cache is not None:
+                meta = json.loads((args.cache / f"{r['id']}.json").read_text(encoding="utf-8"))
+                r["source_id"] = meta["source_id"]
+        paired(scored)
 
 
 if __name__ == "__main__":
