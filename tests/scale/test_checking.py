@@ -228,3 +228,17 @@ def test_an_address_nobody_answers_on_is_one_line(tmp_path: Path) -> None:
         assert result.exit_code == 2, result.output
         assert f"--ray {address}: {said}" in result.stderr
         assert not (tmp_path / "o" / "checks.jsonl").exists()
+
+
+def test_run_and_audit_refuse_a_bad_address_before_any_work(tmp_path: Path) -> None:
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"id": "q1", "question": "Warranty?"}) + "\n")
+    common = ["--questions", str(questions), "--index", str(tmp_path / "index")]
+    for command in (
+        ["run", "--pipeline", "qwen-0.5b-cpu", *common, "--out", str(tmp_path / "run")],
+        ["audit", "--pipeline", "qwen-0.5b-cpu", *common, "--out", str(tmp_path / "audit")],
+    ):
+        result = CliRunner().invoke(cli, [*command, "--ray", "127.0.0.1:1"])
+        assert result.exit_code == 2, result.output
+        assert "--ray 127.0.0.1:1: no Ray head answers there" in result.stderr
+    assert not (tmp_path / "run" / "records.jsonl").exists()
