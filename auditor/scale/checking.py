@@ -20,7 +20,6 @@ why and the run goes on.
 from __future__ import annotations
 
 import json
-import math
 import pickle
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,15 +28,13 @@ from typing import Any
 from auditor.config import EmbedderConfig, JudgeConfig
 from auditor.errors import AuditorError
 from auditor.ingest import embed as embedders
-from auditor.scale.cluster import ActorPlan
+from auditor.scale.cluster import ACTOR_RETRIES, ActorPlan, on_actors
 from auditor.verify import judges
 from auditor.verify.answers import AnswerItem
 from auditor.verify.kb import KnowledgeBase
 from auditor.verify.pipeline import check_batch, failed_row
 
-__all__ = ["ACTOR_RETRIES", "JudgeActor", "RayCheck"]
-
-ACTOR_RETRIES = 3  # a batch whose actor died is retried on a restarted actor this many times
+__all__ = ["JudgeActor", "RayCheck"]
 
 
 class JudgeActor:
@@ -100,32 +97,14 @@ class RayCheck:
         answer whose batch outlived its retries."""
         if not todo:
             return
-        from ray.data import DataContext
-
-        context = DataContext.get_current()
-        context.enable_progress_bars = False  # the command prints its own progress
-        context.max_errored_blocks = -1  # a batch past its retries: recorded, the run goes on
         size = self.config.answers_per_batch
-        dataset = self.ray.data.from_items(
-            [{"id": item.id, "item": pickle.dumps(item)} for item in todo],
-            override_num_blocks=math.ceil(len(todo) / size),
-        ).map_batches(
-            JudgeActor,
-            batch_size=size,
-            batch_format="numpy",
-            fn_constructor_kwargs={
-                "config_json": self.config.model_dump_json(),
-                "kb_index": None if self.kb_index is None else str(self.kb_index.resolve()),
-            },
-            concurrency=self.plan.actors,
-            num_cpus=self.plan.num_cpus,
-            num_gpus=self.plan.num_gpus,
-            max_restarts=-1,
-            max_task_retries=ACTOR_RETRIES,
-            scheduling_strategy="SPREAD",
-        )
+        constructor = {
+            "config_json": self.config.model_dump_json(),
+            "kb_index": None if self.kb_index is None else str(self.kb_index.resolve()),
+        }
+        answers = [{"id": item.id, "item": pickle.dumps(item)} for item in todo]
         back: set[str] = set()
-        for out in dataset.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=0):
+        for out in on_actors(self.ray, self.plan, JudgeActor, constructor, answers, size):
             for node, identity in zip(out["node"], out["identity"], strict=True):
                 self._same_judge(str(node), str(identity))
             rows = [json.loads(row) for row in out["row"]]

@@ -9,6 +9,7 @@ workers import `auditor`) and read the same paths (the knowledge base, packaged 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import socket
 import sys
@@ -20,10 +21,11 @@ from auditor.config import JudgeConfig, VLLMGeneratorConfig
 from auditor.errors import BackendUnavailable, BadInput
 from auditor.generate.vllm_offline import is_cpu_build
 
-__all__ = ["LOCAL", "ActorPlan", "plan_actors", "ray_cluster"]
+__all__ = ["ACTOR_RETRIES", "LOCAL", "ActorPlan", "on_actors", "plan_actors", "ray_cluster"]
 
 LOCAL = "local"  # `--ray` with no address: a cluster started for this command
 CONNECT_TIMEOUT_S = 10
+ACTOR_RETRIES = 3  # a batch whose actor died is retried on a restarted actor this many times
 
 
 @dataclass(frozen=True)
@@ -135,3 +137,37 @@ def plan_actors(
             f"actor(s) of {need} each; add nodes or ask for fewer"
         )
     return plan
+
+
+def on_actors(
+    ray: Any,
+    plan: ActorPlan,
+    actor: type,
+    constructor: dict[str, Any],
+    rows: list[dict[str, Any]],
+    batch_size: int,
+) -> Iterator[dict[str, Any]]:
+    """`rows` in blocks of `batch_size` through a pool of `plan.actors` `actor`s (one engine
+    each), their outputs as numpy batches in the order they finish. A dead actor is restarted
+    and its batch retried ACTOR_RETRIES times; a batch past that is dropped (the caller records
+    what did not come back), so the run goes on."""
+    from ray.data import DataContext
+
+    context = DataContext.get_current()
+    context.enable_progress_bars = False  # the command prints its own progress
+    context.max_errored_blocks = -1
+    dataset = ray.data.from_items(
+        rows, override_num_blocks=max(1, math.ceil(len(rows) / batch_size))
+    ).map_batches(
+        actor,
+        batch_size=batch_size,
+        batch_format="numpy",
+        fn_constructor_kwargs=constructor,
+        concurrency=plan.actors,
+        num_cpus=plan.num_cpus,
+        num_gpus=plan.num_gpus,
+        max_restarts=-1,
+        max_task_retries=ACTOR_RETRIES,
+        scheduling_strategy="SPREAD",
+    )
+    yield from dataset.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=0)

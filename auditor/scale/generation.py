@@ -23,8 +23,7 @@ from auditor.generate import make_generator
 from auditor.generate.base import GenerationStats, GenRequest, GenResult
 from auditor.generate.vllm_offline import VLLMGenerator, engine_dtype, is_cpu_build
 from auditor.models.prepare import resolve_model
-from auditor.scale.checking import ACTOR_RETRIES
-from auditor.scale.cluster import ActorPlan, plan_actors, ray_cluster
+from auditor.scale.cluster import ACTOR_RETRIES, ActorPlan, on_actors, plan_actors, ray_cluster
 
 __all__ = ["GeneratorActor", "RayGenerator", "cluster_generators"]
 
@@ -102,33 +101,15 @@ class RayGenerator:
     ) -> GenerationStats:
         """Every request once, its result handed to `on_result` as its batch comes back; a
         request whose batch outlived its retries gets an error result."""
-        from ray.data import DataContext
-
-        context = DataContext.get_current()
-        context.enable_progress_bars = False
-        context.max_errored_blocks = -1
         # one batch per engine and round: each engine batches like a single offline engine
         size = max(1, math.ceil(len(requests) / self.plan.actors))
         started = time.perf_counter()
-        dataset = self.ray.data.from_items(
-            [{"id": r.request_id, "request": pickle.dumps(r)} for r in requests],
-            override_num_blocks=math.ceil(len(requests) / size) if requests else 1,
-        ).map_batches(
-            GeneratorActor,
-            batch_size=size,
-            batch_format="numpy",
-            fn_constructor_kwargs={"config_json": self.cfg.model_dump_json()},
-            concurrency=self.plan.actors,
-            num_cpus=self.plan.num_cpus,
-            num_gpus=self.plan.num_gpus,
-            max_restarts=-1,
-            max_task_retries=ACTOR_RETRIES,
-            scheduling_strategy="SPREAD",
-        )
+        rows = [{"id": r.request_id, "request": pickle.dumps(r)} for r in requests]
+        constructor = {"config_json": self.cfg.model_dump_json()}
         back: set[str] = set()
         max_num_seqs = None
         expected = json.dumps(self._identity, sort_keys=True)
-        for out in dataset.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=0):
+        for out in on_actors(self.ray, self.plan, GeneratorActor, constructor, rows, size):
             for identity in set(map(str, out["identity"])):
                 if identity != expected:
                     raise AuditorError(
