@@ -7,10 +7,16 @@ LlamaIndex + FAISS path like the real embedder does.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
+import os
 import re
-from collections.abc import Callable, Sequence
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +25,7 @@ from auditor.generate.base import GenerationStats, Generator, GenRequest, GenRes
 from auditor.ingest.embed import EmbedderIdentity
 from auditor.verify.base import JudgeReply
 
-__all__ = ["FakeEmbedder", "FakeGenerator", "FakeJudge", "SharedGenerator"]
+__all__ = ["FakeEmbedder", "FakeGenerator", "FakeJudge", "SharedGenerator", "ray_nodes_here"]
 
 _WORD = re.compile(r"\w+")
 
@@ -312,3 +318,25 @@ class FakeJudge:
 
 def _words(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text)}
+
+
+@contextlib.contextmanager
+def ray_nodes_here(nodes: int = 2) -> Iterator[tuple[str, dict[str, str]]]:
+    """A real Ray cluster of `nodes` nodes on this machine (`ray start --head`, then `ray start
+    --address` for each other node; 1 CPU each), stopped after: (address, environment to reach
+    it; Ray 2.60 clusters ask for a token). For the e2e tests and bench/ray_check.py."""
+    ray = str(Path(sys.executable).with_name("ray"))
+    env = os.environ | {"RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0"}
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    common = ["--num-cpus", "1", "--num-gpus", "0", "--object-store-memory", "200000000"]
+    head = [ray, "start", "--head", "--port", str(port), "--include-dashboard=false", *common]
+    try:
+        subprocess.run(head, env=env, check=True, capture_output=True, timeout=180)
+        for _ in range(nodes - 1):
+            worker = [ray, "start", "--address", f"127.0.0.1:{port}", *common]
+            subprocess.run(worker, env=env, check=True, capture_output=True, timeout=180)
+        yield f"127.0.0.1:{port}", env
+    finally:
+        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=120)

@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,10 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from auditor.testing import ray_nodes_here
 from bench.agreement import DEV
 from bench.harness import REPO, side_order, spread, spread_line, write_result
-
-RAY = str(Path(sys.executable).with_name("ray"))
 
 
 def timed_check(answers: Path, out: Path, batch: int, *ray: str) -> float:
@@ -50,23 +48,6 @@ def timed_check(answers: Path, out: Path, batch: int, *ray: str) -> float:
     rows = (out / "checks.jsonl").read_text().splitlines()
     assert len(rows) == len(answers.read_text().splitlines()), "every answer checked once"
     return seconds
-
-
-def two_node_cluster() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = os.environ | {"RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0"}
-    common = ["--num-cpus", "1", "--num-gpus", "0", "--object-store-memory", "200000000"]
-    subprocess.run(
-        [RAY, "start", "--head", "--port", str(port), "--include-dashboard=false", *common],
-        env=env, check=True, capture_output=True,
-    )  # fmt: skip
-    subprocess.run(
-        [RAY, "start", "--address", f"127.0.0.1:{port}", *common],
-        env=env, check=True, capture_output=True,
-    )  # fmt: skip
-    return f"127.0.0.1:{port}"
 
 
 def main() -> None:
@@ -109,8 +90,7 @@ def main() -> None:
     }
 
     if not args.skip_two_nodes:
-        address = two_node_cluster()
-        try:
+        with ray_nodes_here(2) as (address, _):
             actors = {}
             for count in (1, 2):
                 seconds = timed_check(
@@ -126,8 +106,6 @@ def main() -> None:
                 "answers_per_s_2_actors": spread([actors[2]]),
                 "ratio_2_over_1": spread([actors[2] / actors[1]]),
             }
-        finally:
-            subprocess.run([RAY, "stop", "--force"], capture_output=True, check=False)
     shutil.rmtree(work, ignore_errors=True)
     if args.name:
         write_result(

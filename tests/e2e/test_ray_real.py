@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,11 +20,11 @@ import pytest
 from auditor.config import IngestConfig
 from auditor.ingest import ingest_corpus
 from auditor.store import read_jsonl
+from auditor.testing import ray_nodes_here
 from tests.conftest import KESTREL, REPO
 
 pytestmark = pytest.mark.e2e
 
-RAY = str(Path(sys.executable).with_name("ray"))
 SMALL_JUDGE = (
     'name = "smollm2-judge"\nmetrics = ["faithfulness"]\nanswers_per_batch = 1\n'
     '[generator]\nkind = "vllm"\nmodel = "smollm2-135m-instruct"\nmax_model_len = 2048\n'
@@ -33,26 +32,11 @@ SMALL_JUDGE = (
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
+def cluster() -> Iterator[tuple[str, dict[str, str]]]:
     """A head and a worker node, 1 CPU each; (address, environment to reach it)."""
-    env = os.environ | {"RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0"}
-    port = _free_port()
-    common = ["--num-cpus", "1", "--num-gpus", "0", "--object-store-memory", "200000000"]
-    head = [RAY, "start", "--head", "--port", str(port), "--include-dashboard=false", *common]
-    subprocess.run(head, env=env, check=True, capture_output=True, timeout=180)
-    try:
-        worker = [RAY, "start", "--address", f"127.0.0.1:{port}", *common]
-        subprocess.run(worker, env=env, check=True, capture_output=True, timeout=180)
-        yield f"127.0.0.1:{port}", env
-    finally:
-        subprocess.run([RAY, "stop", "--force"], env=env, capture_output=True, timeout=120)
+    with ray_nodes_here(2) as found:
+        yield found
 
 
 def _engines() -> set[tuple[int, str]]:
