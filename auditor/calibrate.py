@@ -33,7 +33,7 @@ from typing import Any
 from auditor.calibration import JudgeAccuracy, wilson_interval
 from auditor.config import JudgeConfig, parse_set_option, without_engine_only
 from auditor.errors import BadInput
-from auditor.jsonl import iter_objects
+from auditor.jsonl import iter_objects, unique_id
 from auditor.verify.base import Claim
 from auditor.verify.claims import flagged_at, ranking_score
 from auditor.verify.thresholds import auroc, balanced_accuracy, best_threshold, roc_points
@@ -45,6 +45,7 @@ __all__ = [
     "Calibration",
     "HumanLabel",
     "build_calibration",
+    "calibration_folds",
     "judge_fingerprint",
     "judge_section",
     "load_calibration",
@@ -96,7 +97,9 @@ def _span(where: str, value: Any) -> tuple[int, int]:
 def read_labels(path: Path) -> dict[str, HumanLabel]:
     """{answer id: label} from a labels file; one-line BadInput naming file and line."""
     labels: dict[str, HumanLabel] = {}
+    seen: dict[str, int] = {}
     for where, data in iter_objects(path, "id, question, contexts, answer, hallucinated"):
+        ident = unique_id(where, data.get("id"), seen)
         hallucinated = data.get("hallucinated")
         if not isinstance(hallucinated, bool):
             raise BadInput(f'{where}: "hallucinated" must be true or false')
@@ -104,7 +107,7 @@ def read_labels(path: Path) -> dict[str, HumanLabel]:
         if not isinstance(spans, list):
             raise BadInput(f'{where}: "spans" must be a list')
         question = data.get("source_id")
-        labels[str(data.get("id"))] = HumanLabel(
+        labels[ident] = HumanLabel(
             hallucinated,
             tuple(_span(where, s) for s in spans),
             str(question if question not in (None, "") else data.get("question") or ""),
@@ -167,27 +170,70 @@ def _claim_pairs(
     return pairs
 
 
-def _fold_thresholds(
-    scores: list[float], gold: list[bool], folds: list[int], source: Path
-) -> dict[int, float]:
-    """Per fold, the threshold the rule chooses on the other folds (BadInput where the other
-    folds lack a kind of answer to choose it on)."""
+def _claim_level(pairs: list[tuple[bool, bool]]) -> dict[str, Any] | None:
+    """Claim-level figures, only where the labels give claims of both classes (a sensitivity
+    or specificity of no claims is undefined, and no rate can be corrected with it)."""
+    if not any(gold for gold, _ in pairs) or all(gold for gold, _ in pairs):
+        return None
+    return _accuracy_json(pairs) | {"claims": len(pairs)}
+
+
+def _why_no_claim_level(pairs: list[tuple[bool, bool]], labels: Sequence[HumanLabel]) -> str | None:
+    """Why a calibration has no claim level, in a reader's words (None: it has one)."""
+    if _claim_level(pairs) is not None:
+        return None
+    if not any(label.spans for label in labels if label.hallucinated):
+        return (
+            "the hallucinated answers carry no spans, so no claim is known to be hallucinated; "
+            "mark the hallucinated text (spans) to calibrate claim rates"
+        )
+    if not any(gold for gold, _ in pairs):
+        return "no judged claim overlaps a labelled span, so no claim is known to be hallucinated"
+    return "every judged claim overlaps a labelled span, so no claim is known to be clean"
+
+
+def calibration_folds(labels: Sequence[HumanLabel], source: Path, limited: str = "") -> list[int]:
+    """The fold of each labelled answer; BadInput when the labels alone cannot support a
+    calibration: too few answers, a class missing, answers to one question, or a class whose
+    answers all fall in one fold (no other fold to choose its threshold on). It needs no
+    verdict, so `calibrate` asks it before any engine starts. `limited` names a --limit."""
+    if len(labels) < MIN_LABELLED:
+        raise BadInput(
+            f"{source}: {len(labels)} labelled answers{limited}; a calibration needs at least "
+            f"{MIN_LABELLED} (50-100 recommended)"
+        )
+    gold = [label.hallucinated for label in labels]
+    if all(gold) or not any(gold):
+        missing = "clean" if all(gold) else "hallucinated"
+        raise BadInput(
+            f"{source}: no {missing} answer among the {len(labels)} labels{limited}, so the "
+            f"judge's {'specificity' if missing == 'clean' else 'sensitivity'} is undefined; "
+            "add some"
+        )
+    folds = question_folds([label.question for label in labels])
     if len(set(folds)) < 2:
         raise BadInput(
-            f"{source}: all {len(folds)} answers are to one question; out-of-fold figures "
-            "(folds by question) need answers to several questions; label answers to more"
+            f"{source}: all {len(folds)} answers{limited} are to one question; out-of-fold "
+            "figures (folds by question) need answers to several questions; label answers to more"
         )
-    chosen = {}
     for fold in sorted(set(folds)):
-        train = [n for n, f in enumerate(folds) if f != fold]
-        kinds = {gold[n] for n in train}
+        kinds = {g for g, f in zip(gold, folds, strict=True) if f != fold}
         if len(kinds) < 2:
             kind = "hallucinated" if False in kinds else "clean"
             raise BadInput(
-                f"{source}: the {kind} answers all fall in one of the {len(set(folds))} folds "
-                "by question, leaving none to choose its threshold on; label "
-                f"{kind} answers to more questions"
+                f"{source}: the {kind} answers{limited} all fall in one of the "
+                f"{len(set(folds))} folds by question, leaving none to choose its threshold on; "
+                f"label {kind} answers to more questions"
             )
+    return folds
+
+
+def _fold_thresholds(scores: list[float], gold: list[bool], folds: list[int]) -> dict[int, float]:
+    """Per fold, the threshold the rule chooses on the other folds (`calibration_folds` made
+    sure that they hold both kinds of answer)."""
+    chosen = {}
+    for fold in sorted(set(folds)):
+        train = [n for n, f in enumerate(folds) if f != fold]
         chosen[fold] = best_threshold([scores[n] for n in train], [gold[n] for n in train])
     return chosen
 
@@ -199,23 +245,13 @@ def build_calibration(
     support one: too few answers, a class missing, answers to too few questions for folds,
     a judge no better than chance out-of-fold)."""
     rows = [row for row in checks if row["id"] in labels]
-    if len(rows) < MIN_LABELLED:
-        raise BadInput(
-            f"{source}: {len(rows)} labelled answers checked; a calibration needs at least "
-            f"{MIN_LABELLED} (50-100 recommended)"
-        )
-    gold = [labels[row["id"]].hallucinated for row in rows]
-    if all(gold) or not any(gold):
-        missing = "clean" if all(gold) else "hallucinated"
-        raise BadInput(
-            f"{source}: no {missing} answer among the labels, so the judge's "
-            f"{'specificity' if missing == 'clean' else 'sensitivity'} is undefined; add some"
-        )
+    answer_labels = [labels[row["id"]] for row in rows]
+    folds = calibration_folds(answer_labels, source)
+    gold = [label.hallucinated for label in answer_labels]
     claims = [[Claim.from_json(c) for c in row["claims"]] for row in rows]
     scores = [ranking_score(c) for c in claims]
-    questions = [labels[row["id"]].question for row in rows]
-    folds = question_folds(questions)
-    by_fold = _fold_thresholds(scores, gold, folds, source)
+    questions = [label.question for label in answer_labels]
+    by_fold = _fold_thresholds(scores, gold, folds)
     held_out = [by_fold[f] for f in folds]  # the threshold each answer is judged at
     answer_level = _accuracy_json(
         [(g, flagged_at(c, t)) for g, c, t in zip(gold, claims, held_out, strict=True)]
@@ -227,7 +263,6 @@ def build_calibration(
             f"{answer_level['specificity']:.2f} <= 1), so its rates cannot be corrected; "
             "use a stronger judge or label more answers"
         )
-    answer_labels = [labels[row["id"]] for row in rows]
     claim_pairs = _claim_pairs(list(zip(claims, answer_labels, held_out, strict=True)))
     # rounded: a judge config holds it as written, and the fingerprint must match exactly
     threshold = round(best_threshold(scores, gold), 3)
@@ -248,18 +283,15 @@ def build_calibration(
             "thresholds": [round(by_fold[f], 4) for f in sorted(by_fold)],
         },
         "answer_level": answer_level | {"auroc": auroc(scores, gold)},
-        "claim_level": _accuracy_json(claim_pairs) | {"claims": len(claim_pairs)}
-        if claim_pairs
-        else None,
+        "claim_level": _claim_level(claim_pairs),
+        "claim_level_absent": _why_no_claim_level(claim_pairs, answer_labels),
         "in_sample": {
             "note": "at the threshold chosen on these same answers: optimistic, never used "
             "to correct a rate",
             "answer_level": _accuracy_json(
                 [(g, flagged_at(c, threshold)) for g, c in zip(gold, claims, strict=True)]
             ),
-            "claim_level": _accuracy_json(in_sample_claims) | {"claims": len(in_sample_claims)}
-            if in_sample_claims
-            else None,
+            "claim_level": _claim_level(in_sample_claims),
         },
         "roc": [[round(x, 4), round(y, 4)] for x, y in roc_points(scores, gold)],
     }
@@ -363,8 +395,8 @@ class Calibration:
     def claim_accuracy(self) -> JudgeAccuracy | None:
         """The judge's out-of-fold claim-level accuracy (None without labelled spans)."""
         level = self.data.get("claim_level")
-        if not level:
-            return None
+        if not level or not level.get("positives") or not level.get("negatives"):
+            return None  # an earlier auditor wrote claim levels with one class only
         return JudgeAccuracy(
             level["true_positives"], level["positives"], level["true_negatives"], level["negatives"]
         )
@@ -465,7 +497,8 @@ class Calibration:
 
     def provenance(self) -> dict[str, Any]:
         """What a summary and a report say about the calibration applied."""
-        answer, claim = self.data["answer_level"], self.data.get("claim_level")
+        answer = self.data["answer_level"]
+        claim = self.data.get("claim_level") if self.claim_accuracy is not None else None
         return {
             "name": self.label,
             "path": str(self.path),
@@ -477,7 +510,11 @@ class Calibration:
             "domain": self.domain,
             "out_of_fold": self.data.get("out_of_fold"),
             "answer_level": {k: answer[k] for k in _SHOWN if k in answer},
-            "claim_level": None if not claim else {k: claim[k] for k in _SHOWN if k in claim},
+            "claim_level": None if claim is None else {k: claim[k] for k in _SHOWN if k in claim},
+            "claim_level_absent": None
+            if claim is not None
+            else self.data.get("claim_level_absent")
+            or "the labels give no claims of both classes (hallucinated and clean)",
         }
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from auditor.errors import BadInput
 
-__all__ = ["iter_objects"]
+__all__ = ["iter_objects", "unique_id"]
 
 
 def iter_objects(path: Path, fields: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -43,3 +43,23 @@ def iter_objects(path: Path, fields: str) -> Iterator[tuple[str, dict[str, Any]]
         if not isinstance(row, dict):
             raise BadInput(f"{where}: expected a JSON object with {fields}")
         yield where, row
+
+
+def unique_id(where: str, value: Any, seen: dict[str, int]) -> str:
+    """A row's `id`: a non-empty string or an integer (not a boolean), unique in its file.
+
+    `seen` maps ids to the lines they were first on; the duplicate's message names both.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        raise BadInput(
+            f'{where}: missing or empty "id" (a string or an integer, unique in the file)'
+        )
+    number = int(where.rsplit(":", 1)[1])
+    if value in seen:
+        raise BadInput(
+            f"{where}: duplicate id {value!r} (first on line {seen[value]}); ids must be unique"
+        )
+    seen[value] = number
+    return value

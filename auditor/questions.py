@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.errors import BadInput
-from auditor.jsonl import iter_objects
+from auditor.jsonl import iter_objects, unique_id
 
 __all__ = ["Question", "load_questions"]
 
@@ -27,25 +27,12 @@ def load_questions(path: Path) -> list[Question]:
     questions: list[Question] = []
     seen: dict[str, int] = {}
     for where, row in iter_objects(path, "id and question"):
-        number = int(where.rsplit(":", 1)[1])
-        qid, text, reference = (
-            row.pop("id", None),
-            row.pop("question", None),
-            row.pop("reference", None),
-        )
-        if isinstance(qid, int) and not isinstance(qid, bool):
-            qid = str(qid)
-        if not isinstance(qid, str) or not qid.strip():
-            raise BadInput(f'{where}: missing or empty "id" (a string unique in the file)')
+        qid = unique_id(where, row.pop("id", None), seen)
+        text, reference = row.pop("question", None), row.pop("reference", None)
         if not isinstance(text, str) or not text.strip():
             raise BadInput(f'{where}: missing or empty "question" (a string)')
         if reference is not None and not isinstance(reference, str):
             raise BadInput(f'{where}: "reference" must be a string when present')
-        if qid in seen:
-            raise BadInput(
-                f"{where}: duplicate id {qid!r} (first on line {seen[qid]}); ids must be unique"
-            )
-        seen[qid] = number
         questions.append(Question(id=qid, question=text.strip(), reference=reference, metadata=row))
     if not questions:
         raise BadInput(f"{path}: no questions; one JSON object per line with id and question")

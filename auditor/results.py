@@ -6,7 +6,6 @@ dir's files itself. summary.json is the one file written here (goodput with inte
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from auditor.config import GoodputConfig, PipelineConfig, SLOConfig
 from auditor.errors import BadInput
 from auditor.files import utc_now, write_json_atomic
 from auditor.goodput import summarize
-from auditor.store import read_jsonl, read_run_manifest
+from auditor.store import read_check_manifest, read_jsonl, read_run_manifest
 
 __all__ = ["SUMMARY", "RunArtifacts", "load_run", "pipeline_settings", "write_summary"]
 
@@ -63,15 +62,12 @@ def load_run(run_dir: Path) -> RunArtifacts:
             "give a dir written by `auditor run`, `auditor audit` or `auditor check --answers`"
         )
     checks_path = run_dir / "checks.jsonl"
-    check_manifest_path = run_dir / "check.json"
     return RunArtifacts(
         run_dir=run_dir,
         manifest=manifest,
         records=read_jsonl(run_dir / "records.jsonl"),
         checks=read_jsonl(checks_path) if checks_path.is_file() else [],
-        check_manifest=json.loads(check_manifest_path.read_text(encoding="utf-8"))
-        if check_manifest_path.is_file()
-        else None,
+        check_manifest=read_check_manifest(run_dir),
     )
 
 

@@ -16,8 +16,11 @@ from auditor.errors import BadInput
 from auditor.files import write_json_atomic
 
 __all__ = [
+    "CHECK_MANIFEST",
     "RUN_SCHEMA_VERSION",
     "RecordWriter",
+    "read_check_manifest",
+    "read_json_artifact",
     "read_jsonl",
     "read_records",
     "read_run_manifest",
@@ -27,6 +30,7 @@ __all__ = [
 RUN_SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 RECORDS = "records.jsonl"
+CHECK_MANIFEST = "check.json"  # the judge that wrote checks.jsonl (auditor.verify.check)
 ENGINE_LOG = "engine.log"  # third-party output of the command that wrote the dir (-v: none)
 
 
@@ -46,6 +50,29 @@ def read_run_manifest(run_dir: Path) -> dict[str, Any] | None:
             "use another --out dir"
         )
     return data
+
+
+def read_json_artifact(path: Path, what: str, fix: str) -> dict[str, Any] | None:
+    """A JSON object the auditor wrote (None when absent); BadInput in one line naming the file
+    and `fix` when it is truncated, corrupt or not an object."""
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BadInput(f"{path}: corrupt {what} ({exc}); {fix}") from exc
+    if not isinstance(data, dict):
+        raise BadInput(f"{path}: corrupt {what} (not a JSON object); {fix}")
+    return data
+
+
+def read_check_manifest(run_dir: Path) -> dict[str, Any] | None:
+    """The check manifest of a run dir (None before any check); BadInput when damaged."""
+    return read_json_artifact(
+        run_dir / CHECK_MANIFEST,
+        "check manifest",
+        f"remove it and {run_dir / 'checks.jsonl'}, then check again (auditor check {run_dir})",
+    )
 
 
 def write_run_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:

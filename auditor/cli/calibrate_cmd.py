@@ -10,6 +10,7 @@ import click
 from auditor.calibrate import (
     CALIBRATION,
     build_calibration,
+    calibration_folds,
     judge_section,
     labels_sha256,
     read_labels,
@@ -19,8 +20,9 @@ from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.config import config_sha256, load_judge, parse_set_option
 from auditor.files import utc_now, write_json_atomic
-from auditor.store import ENGINE_LOG, read_jsonl
-from auditor.verify.check import CHECK_MANIFEST, check_run, import_answers
+from auditor.store import ENGINE_LOG, read_check_manifest, read_jsonl
+from auditor.verify.answers import read_answers, refuse_other_answers
+from auditor.verify.check import check_run, import_answers
 
 __all__ = ["calibrate"]
 
@@ -69,10 +71,18 @@ def calibrate(
     # a calibration measures claim verdicts: the other metrics would cost judge time for nothing
     # (the metrics are not part of the fingerprint, so it still applies to the judge as audited)
     config = config.model_copy(update={"metrics": ["faithfulness"]})
-    labels = read_labels(labels_path)  # bad labels fail before any engine starts
-    items = import_answers(labels_path, out_dir)
-    if limit is not None:
-        items = items[:limit]
+    # everything that depends on the labels alone is refused before any engine starts
+    labels = read_labels(labels_path)
+    answers = read_answers(labels_path)
+    chosen = [row["id"] for row in answers.rows][:limit]
+    calibration_folds(
+        [labels[ident] for ident in chosen],
+        labels_path,
+        "" if limit is None else f" (--limit {limit})",
+    )
+    refuse_other_answers(answers, out_dir)
+    wanted = set(chosen)
+    items = [item for item in import_answers(answers, out_dir) if item.id in wanted]
     with engine_output_to(out_dir / ENGINE_LOG), StderrProgress(enabled=not quiet) as display:
         check_run(
             [(out_dir, items)],
@@ -82,10 +92,9 @@ def calibrate(
             on_batch=display.advance,
             on_calls=display.step,
         )
-    wanted = {item.id for item in items}
     checks = [row for row in read_jsonl(out_dir / "checks.jsonl") if row["id"] in wanted]
     figures = build_calibration(checks, labels, labels_path)
-    check_manifest = json.loads((out_dir / CHECK_MANIFEST).read_text(encoding="utf-8"))
+    check_manifest = read_check_manifest(out_dir) or {}
     calibration = {
         "schema_version": figures["schema_version"],
         "created_at": utc_now(),
@@ -116,6 +125,10 @@ def calibrate(
             f"  claims ({claim['claims']}), out-of-fold: sensitivity "
             f"{_share(claim['sensitivity'], claim['sensitivity_interval'])}, specificity "
             f"{_share(claim['specificity'], claim['specificity_interval'])}"
+        )
+    else:
+        lines.append(
+            f"  no claim level (claim rates stay as judged): {figures['claim_level_absent']}"
         )
     lines.append(
         f"  domain: {calibration['domain']}; use it with --calibration {out_dir} "

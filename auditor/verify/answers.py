@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from auditor.errors import BadInput
 from auditor.files import utc_now
-from auditor.jsonl import iter_objects
-from auditor.store import RecordWriter, read_jsonl, read_run_manifest, write_run_manifest
+from auditor.jsonl import iter_objects, unique_id
+from auditor.store import (
+    MANIFEST,
+    RECORDS,
+    RecordWriter,
+    read_jsonl,
+    read_run_manifest,
+    write_run_manifest,
+)
 
 __all__ = [
     "SOURCE_CHOICES",
     "AnswerItem",
+    "AnswersFile",
     "Sources",
     "choose_sources",
     "import_answers",
     "items_from_run",
+    "read_answers",
+    "refuse_other_answers",
     "run_retrieval",
 ]
 
@@ -72,35 +83,37 @@ def items_from_run(run_dir: Path) -> list[AnswerItem]:
     return items
 
 
-def import_answers(answers_path: Path, out_dir: Path) -> list[AnswerItem]:
-    """Answers produced elsewhere (id, question, contexts, answer, reference?) as a run dir.
+@dataclass(frozen=True)
+class AnswersFile:
+    """Answers produced elsewhere, read and validated (nothing written yet)."""
 
-    Writes OUT/records.jsonl and OUT/manifest.json (kind "answers", no timings) once, so the
-    check resumes like any run and the report renders it with throughput "not measured".
-    """
-    import hashlib
+    path: Path
+    sha256: str
+    rows: list[dict[str, Any]]  # as records.jsonl holds them
 
+
+def read_answers(answers_path: Path) -> AnswersFile:
+    """Read and validate an answers file (id, question, contexts, answer, reference?); BadInput
+    naming file and line on the first problem."""
     try:
         digest = hashlib.sha256(answers_path.read_bytes()).hexdigest()
     except OSError as exc:
         raise BadInput(f"{answers_path}: cannot read answers file ({exc.strerror})") from exc
     rows = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for where, data in iter_objects(answers_path, "id, question, contexts, answer"):
-        ident, question, contexts = data.get("id"), data.get("question"), data.get("contexts")
+        ident = unique_id(where, data.get("id"), seen)
+        question, contexts = data.get("question"), data.get("contexts")
         answer, reference = data.get("answer"), data.get("reference")
-        if not isinstance(ident, str | int) or str(ident) in seen:
-            raise BadInput(f'{where}: missing or duplicate "id"')
         if not isinstance(question, str) or not isinstance(answer, str):
             raise BadInput(f'{where}: "question" and "answer" must be strings')
         if not isinstance(contexts, list) or not all(isinstance(c, str) for c in contexts):
             raise BadInput(f'{where}: "contexts" must be a list of strings')
         if reference is not None and not isinstance(reference, str):
             raise BadInput(f'{where}: "reference" must be a string when present')
-        seen.add(str(ident))
         rows.append(
             {
-                "id": str(ident),
+                "id": ident,
                 "question": question,
                 "reference": reference,
                 "retrieved": [
@@ -119,27 +132,74 @@ def import_answers(answers_path: Path, out_dir: Path) -> list[AnswerItem]:
         )
     if not rows:
         raise BadInput(f"{answers_path}: no answers")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    return AnswersFile(answers_path, digest, rows)
+
+
+def _new_rows(answers: AnswersFile, out_dir: Path) -> list[dict[str, Any]]:
+    """The rows of `answers` that `out_dir` does not hold yet (read only). A dir written from
+    another file is refused unless that file's answers are all here unchanged: a labels or
+    answers file that grew resumes into the same dir."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise BadInput(f"{out_dir}: not a directory; give --out a dir to write")
     existing = read_run_manifest(out_dir)
-    if existing is not None:
-        if existing.get("source", {}).get("sha256") != digest:
-            raise BadInput(
-                f"{out_dir / 'manifest.json'}: this dir holds answers from another file; use another --out"
-            )
-    else:
-        if (out_dir / "records.jsonl").exists():
+    if existing is None:
+        if (out_dir / RECORDS).exists():
             raise BadInput(f"{out_dir}: holds records.jsonl but no manifest; use another --out")
+        return answers.rows
+    manifest = out_dir / MANIFEST
+    if existing.get("kind") != "answers":
+        raise BadInput(
+            f"{manifest}: this dir holds a run of pipeline "
+            f"{existing.get('pipeline', {}).get('name')!r}, not imported answers; use another --out"
+        )
+    if existing.get("source", {}).get("sha256") == answers.sha256:
+        return []
+    held = {str(row["id"]): row for row in read_jsonl(out_dir / RECORDS)}
+    given = {row["id"]: row for row in answers.rows}
+    for ident, row in held.items():
+        if ident not in given:
+            raise BadInput(
+                f"{manifest}: this dir holds answer {ident!r}, which {answers.path} lacks "
+                "(answers from another file); use another --out"
+            )
+        if given[ident] != row:
+            raise BadInput(
+                f"{manifest}: answer {ident!r} differs between this dir and {answers.path} "
+                "(answers from another file); use another --out"
+            )
+    return [row for row in answers.rows if row["id"] not in held]
+
+
+def refuse_other_answers(answers: AnswersFile, out_dir: Path) -> None:
+    """BadInput when `import_answers` would refuse `out_dir`, without writing anything."""
+    _new_rows(answers, out_dir)
+
+
+def import_answers(answers: AnswersFile | Path, out_dir: Path) -> list[AnswerItem]:
+    """Answers produced elsewhere as a run dir.
+
+    Writes OUT/records.jsonl and OUT/manifest.json (kind "answers", no timings), so the check
+    resumes like any run and the report renders it with throughput "not measured". A file that
+    grew (the same answers and more) appends the new ones.
+    """
+    if isinstance(answers, Path):
+        answers = read_answers(answers)
+    new = _new_rows(answers, out_dir)
+    existing = read_run_manifest(out_dir) if out_dir.is_dir() else None
+    source = {"path": str(answers.path), "sha256": answers.sha256, "count": len(answers.rows)}
+    if existing is None or new or existing.get("source") != source:
+        out_dir.mkdir(parents=True, exist_ok=True)
         with RecordWriter(out_dir) as writer:
-            for row in rows:
+            for row in new:
                 writer.write(row)
         write_run_manifest(
             out_dir,
-            {
+            (existing or {"started_at": utc_now()})
+            | {
                 "schema_version": 1,
                 "kind": "answers",
                 "run_id": out_dir.name,
-                "source": {"path": str(answers_path), "sha256": digest, "count": len(rows)},
-                "started_at": utc_now(),
+                "source": source,
                 "status": "complete",
                 "load_regime": {"mode": "not measured"},
             },

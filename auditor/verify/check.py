@@ -10,7 +10,6 @@ and an interrupted check resumes where it stopped.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,7 @@ from auditor.ingest import embed as embedders
 from auditor.ingest.manifest import read_manifest
 from auditor.scale.checking import RayCheck
 from auditor.scale.cluster import LOCAL, plan_actors, ray_cluster
-from auditor.store import RecordWriter, read_jsonl
+from auditor.store import CHECK_MANIFEST, RecordWriter, read_check_manifest, read_jsonl
 from auditor.verify import judges
 from auditor.verify.answers import AnswerItem, import_answers, items_from_run
 from auditor.verify.asker import OnStageCalls
@@ -44,7 +43,6 @@ __all__ = [
 ]
 
 CHECKS = "checks.jsonl"
-CHECK_MANIFEST = "check.json"
 CHECK_SCHEMA_VERSION = 1
 # The verdict logic's version (prompts, claim rules, decision): recorded with every check and
 # part of a calibration's fingerprint. Bump it whenever a change can move a verdict or
@@ -168,8 +166,8 @@ def check_into(
     }
     if kb_id is not None and any(item.sources != "returned" for item in items):
         manifest["kb"] = kb_id
-    if manifest_path.exists():
-        previous = json.loads(manifest_path.read_text(encoding="utf-8"))
+    previous = read_check_manifest(out_dir)
+    if previous is not None:
         if done and not _same_judge(previous.get("judge", {}), manifest["judge"]):
             raise BadInput(
                 f"{manifest_path}: checks here were made by another judge configuration; "
@@ -303,9 +301,10 @@ def check_run(
 def _refuse_other_sources(out_dir: Path, items: list[AnswerItem]) -> None:
     """Stored checks made against other sources are not this check's: refuse to reuse them."""
     manifest_path = out_dir / CHECK_MANIFEST
-    if not manifest_path.exists() or not _checked_ids(out_dir):
+    manifest = read_check_manifest(out_dir)
+    if manifest is None or not _checked_ids(out_dir):
         return
-    previous = json.loads(manifest_path.read_text(encoding="utf-8")).get("sources", ["returned"])
+    previous = manifest.get("sources", ["returned"])
     wanted = sorted({item.sources for item in items})
     if previous != wanted:
         raise BadInput(

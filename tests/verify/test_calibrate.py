@@ -117,8 +117,8 @@ def test_calibrate_measures_the_judge_and_writes_the_calibration(
 @pytest.mark.parametrize(
     ("rows", "message"),
     [
-        (_labelled(10), "10 labelled answers checked; a calibration needs at least 20"),
-        (_labelled(24, wrong_every=1), "no clean answer among the labels"),
+        (_labelled(10), "10 labelled answers; a calibration needs at least 20"),
+        (_labelled(24, wrong_every=1), "no clean answer among the 24 labels"),
         ([{**r, "hallucinated": False} for r in _labelled(24)], "no hallucinated answer"),
         (_labelled(24, mislabel=True), "out-of-fold, the judge is no better than chance"),
         (_labelled(24, one_question=True), "all 24 answers are to one question"),
@@ -143,6 +143,111 @@ def test_calibrate_refuses_labels_that_cannot_support_a_calibration(
     assert message in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not (out / "calibration.json").exists()
+
+
+class _JudgeMustNotStart(FakeJudge):
+    def __init__(self) -> None:
+        raise AssertionError("the judge started for labels that were refusable without it")
+
+
+@pytest.mark.parametrize(
+    ("rows", "extra", "message"),
+    [
+        (_labelled(10), (), "10 labelled answers; a calibration needs at least 20"),
+        (_labelled(24, wrong_every=1), (), "no clean answer among the 24 labels"),
+        ([{**r, "hallucinated": False} for r in _labelled(24)], (), "no hallucinated answer"),
+        (_labelled(24, one_question=True), (), "all 24 answers are to one question"),
+        (_labelled(40), ("--limit", "12"), "12 labelled answers (--limit 12); a calibration"),
+        (
+            [
+                {**r, "question": "What are the return terms?"} if r["hallucinated"] else r
+                for r in _labelled(24)
+            ],
+            (),
+            "the hallucinated answers all fall in one of the",
+        ),
+    ],  # fmt: skip
+    ids=["too-few", "no-clean", "no-hallucinated", "one-question", "limit", "one-fold"],
+)
+def test_label_refusals_come_before_any_engine_and_write_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: list[dict], extra: tuple[str, ...],
+    message: str,
+) -> None:  # fmt: skip
+    """What depends only on the labels is refused in about a second: the judge (and the
+    embedder) would fail if started, and no --out dir is made."""
+    _fakes(monkeypatch)
+    monkeypatch.setattr("auditor.verify.judges.make_judge", lambda config: _JudgeMustNotStart())
+    monkeypatch.setattr(
+        "auditor.ingest.embed.load_embedder",
+        lambda config: (_ for _ in ()).throw(AssertionError("embedder started")),
+    )
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "cal"
+    result = CliRunner().invoke(
+        cli, ["calibrate", "--labels", str(labels), "--out", str(out), "-q", *extra]
+    )
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_labels_file_that_grew_resumes_into_the_same_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refused for too few labels, the user labels more and re-runs into the same --out: the
+    answers already checked are kept (not re-judged), the new ones checked."""
+    first, out = _run(tmp_path, _labelled(24)[:20], monkeypatch)
+    assert first.exit_code == 0, first.stderr
+    kept = (out / "checks.jsonl").read_text().splitlines()
+    assert len(kept) == 20
+    judged: list[int] = []
+
+    class Counting(FakeJudge):
+        def complete(self, calls: Any, on_reply: Any = None) -> list[Any]:
+            judged.append(len(calls))
+            return super().complete(calls, on_reply)
+
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps(r) + "\n" for r in _labelled(24)), encoding="utf-8")
+    monkeypatch.setattr("auditor.verify.judges.make_judge", lambda config: Counting())
+    grown = CliRunner().invoke(cli, ["calibrate", "--labels", str(labels), "--out", str(out), "-q"])
+    assert grown.exit_code == 0, grown.stderr
+    rows = (out / "checks.jsonl").read_text().splitlines()
+    assert rows[:20] == kept and len(rows) == 24  # the first 20 untouched, 4 added
+    assert judged  # the 4 new answers were judged ...
+    assert {json.loads(r)["id"] for r in rows[20:]} == {"a20", "a21", "a22", "a23"}
+    assert json.loads((out / "calibration.json").read_text())["answers"] == 24
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["source"]["count"] == 24
+    # an answer that changed text is another file's: refused, nothing rewritten
+    changed = _labelled(24)
+    changed[3] = {**changed[3], "answer": changed[3]["answer"] + " Also free shipping."}
+    refused, _ = _run(tmp_path, changed, monkeypatch)
+    assert refused.exit_code == 2
+    assert "answer 'a3' differs between this dir and" in refused.stderr
+    assert (out / "checks.jsonl").read_text().splitlines() == rows
+
+
+def test_labels_without_spans_give_no_claim_level_and_say_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whole-answer labels (no spans): clean answers still give claims, hallucinated ones none,
+    so claim figures would have no positives: the calibration has no claim level and says
+    why, in the file and on the terminal."""
+    rows = [{k: v for k, v in r.items() if k != "spans"} for r in _labelled(24)]
+    result, out = _run(tmp_path, rows, monkeypatch)
+    assert result.exit_code == 0, result.stderr
+    calibration = json.loads((out / "calibration.json").read_text())
+    assert calibration["claim_level"] is None
+    assert calibration["in_sample"]["claim_level"] is None
+    assert "carry no spans" in calibration["claim_level_absent"]
+    assert "no claim level (claim rates stay as judged)" in result.stdout
+    provenance = resolve_calibration(out).provenance()
+    assert (
+        provenance["claim_level"] is None and "carry no spans" in provenance["claim_level_absent"]
+    )
 
 
 def _scored(count: int, seed: int = 3) -> tuple[list[dict[str, Any]], dict[str, HumanLabel]]:
@@ -419,3 +524,39 @@ def test_a_run_dir_of_the_earlier_default_correction_still_renders(
     html = (audited / "report.html").read_text()
     assert "Rates are as judged" in html and "Trend across audits" in html
     assert json.loads((audited / "summary.json").read_text())["calibration"] is None
+
+
+@pytest.mark.parametrize("old_style", [False, True], ids=["no-claim-level", "one-class-level"])
+def test_a_span_less_calibration_renders_in_check_and_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old_style: bool
+) -> None:
+    """The documented path with whole-answer labels: calibrate, check --calibration, report
+    --calibration. The report renders and says why no claim rate is corrected, also for a
+    calibration an earlier auditor wrote with a one-class claim level (intervals null)."""
+    rows = [{k: v for k, v in r.items() if k != "spans"} for r in _labelled(24)]
+    result, cal = _run(tmp_path, rows, monkeypatch)
+    assert result.exit_code == 0, result.stderr
+    if old_style:
+        data = json.loads((cal / "calibration.json").read_text())
+        one_class = {"true_positives": 0, "positives": 0, "true_negatives": 11, "negatives": 12}
+        data["claim_level"] = one_class | {
+            "sensitivity": None,
+            "sensitivity_interval": None,
+            "specificity": 11 / 12,
+            "specificity_interval": [0.6, 0.99],
+            "claims": 12,
+        }
+        del data["claim_level_absent"]
+        (cal / "calibration.json").write_text(json.dumps(data))
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps(r) + "\n" for r in _labelled(6)), encoding="utf-8")
+    runner, audited = CliRunner(), tmp_path / "audited"
+    done = _check(runner, answers, audited, "--calibration", str(cal))
+    assert done.exit_code == 0, done.stderr
+    done = runner.invoke(cli, ["report", str(audited), "--calibration", str(cal)])
+    assert done.exit_code == 0, done.output
+    html = (audited / "report.html").read_text()
+    assert "no claim rate is corrected" in html
+    summary = json.loads((audited / "summary.json").read_text())
+    assert summary["calibration"]["claim_level"] is None
+    assert summary["metrics"]["hallucination_rate_corrected"]["value"] is None
