@@ -56,3 +56,102 @@ def test_evidence_is_built_from_the_bench_results() -> None:
         text=True,
     )
     assert out.returncode == 0, out.stderr
+
+
+def _synopsis() -> dict[tuple[str, ...], set[str]]:
+    """The flags each command's synopsis in docs/commands.md lists, by command path (the
+    synopsis is the first code block; an entry starts with `auditor` and indented lines
+    continue it; a command with several entries gets the union)."""
+    import click
+
+    from auditor.cli import cli
+
+    text = (REPO / "docs" / "commands.md").read_text(encoding="utf-8")
+    match = re.search(r"^```\n(.*?)^```", text, flags=re.M | re.S)
+    assert match, "docs/commands.md: no synopsis code block"
+    entries: list[str] = []
+    for line in match.group(1).splitlines():
+        if line.startswith("auditor"):
+            entries.append(line)
+        elif line.strip():
+            assert entries and line[0] == " ", f"docs/commands.md synopsis: stray line {line!r}"
+            entries[-1] += " " + line
+    listed: dict[tuple[str, ...], set[str]] = {}
+    for entry in entries:
+        command: click.Command = cli
+        path: list[str] = []
+        for word in entry.split()[1:]:
+            if not isinstance(command, click.Group) or word not in command.commands:
+                break
+            command = command.commands[word]
+            path.append(word)
+        flags = set(re.findall(r"(?<![\w.=-])(--?[A-Za-z][\w-]*)", entry)) - {"-h", "--help"}
+        listed.setdefault(tuple(path), set()).update(flags)
+    return listed
+
+
+def _commands(command: object, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], object]]:
+    """Every command and subcommand of the group, the group itself first."""
+    import click
+
+    assert isinstance(command, click.Command)
+    found: list[tuple[tuple[str, ...], object]] = [(path, command)]
+    if isinstance(command, click.Group):
+        for name, sub in sorted(command.commands.items()):
+            found += _commands(sub, (*path, name))
+    return found
+
+
+def test_synopsis_lists_every_flag_of_every_command() -> None:
+    """docs/commands.md's synopsis lists each command's options (one of an option's flags,
+    e.g. `-q` for `-q/--quiet`) and no flag the command lacks; every command has an entry."""
+    import click
+
+    from auditor.cli import cli
+
+    listed = _synopsis()
+    problems = []
+    for path, command in _commands(cli):
+        assert isinstance(command, click.Command)
+        name = " ".join(("auditor", *path))
+        options = [p for p in command.params if isinstance(p, click.Option)]
+        if path not in listed:
+            if options or not isinstance(command, click.Group):
+                problems.append(f"{name}: no entry in the synopsis")
+            continue
+        flags = listed[path]
+        missing = [
+            next((f for f in p.opts if f.startswith("--")), p.opts[0])
+            for p in options
+            if not flags & {*p.opts, *p.secondary_opts}
+        ]
+        known = {f for p in options for f in (*p.opts, *p.secondary_opts)}
+        extra = sorted(flags - known)
+        if missing:
+            problems.append(f"{name}: the synopsis lacks {', '.join(missing)}")
+        if extra:
+            problems.append(f"{name}: the synopsis lists {', '.join(extra)}, which it lacks")
+    assert problems == [], "docs/commands.md synopsis:\n" + "\n".join(problems)
+
+
+def test_configuration_names_every_bundled_pipeline() -> None:
+    """docs/configuration.md names (in backticks) every pipeline file in pipelines/."""
+    text = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+    missing = [
+        p.stem for p in sorted((REPO / "pipelines").glob("*.toml")) if f"`{p.stem}`" not in text
+    ]
+    assert missing == [], f"docs/configuration.md does not name {', '.join(missing)}"
+
+
+def test_fault_table_counts_its_rows() -> None:
+    """docs/faults.md's bad-input table has a row per case of tests/test_faults_inputs.py, in
+    order, and the count it states is the number of rows."""
+    from tests.test_faults_inputs import CASES
+
+    text = (REPO / "docs" / "faults.md").read_text(encoding="utf-8")
+    table = text.split("\n| bad input |", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split("|")[1].strip() for line in table.splitlines()[2:] if line.startswith("|")]
+    stated = re.search(r"`tests/test_faults_inputs\.py`, (\d+) cases", text)
+    assert stated, "docs/faults.md: no case count beside tests/test_faults_inputs.py"
+    assert int(stated.group(1)) == len(rows), f"docs/faults.md says {stated.group(1)} cases"
+    assert rows == [case.name for case in CASES]

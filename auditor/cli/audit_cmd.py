@@ -34,7 +34,9 @@ __all__ = ["audit"]
     multiple=True,
     required=True,
     metavar="PIPELINE",
-    help="Pipeline file or name in pipelines/; repeat to compare several.",
+    help="A pipeline to audit: a file, or a NAME: NAME.toml from the first of "
+    "$AUDITOR_PIPELINES, ./pipelines and the auditor's pipelines/ that has it; repeat to "
+    "compare several.",
 )
 @questions_option
 @index_option
@@ -57,8 +59,8 @@ __all__ = ["audit"]
 @sources_option
 @gate_option
 @history_option
-@calibration_option
-@ray_options
+@calibration_option("audit")
+@ray_options("audit")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def audit(
     pipelines: tuple[str, ...],

@@ -47,8 +47,8 @@ __all__ = ["check"]
 )
 @sources_option
 @judge_options
-@calibration_option
-@ray_options
+@calibration_option("check")
+@ray_options("check")
 @click.option("--limit", type=click.IntRange(1), help="Only the first N answers.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")

@@ -24,7 +24,11 @@ def config() -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of TOML.")
 def show(pipeline: str, set_items: tuple[str, ...], as_json: bool) -> None:
-    """Print PIPELINE (a file, or a name in pipelines/) with every default filled in."""
+    """Print PIPELINE with every default filled in, and its sha256.
+
+    PIPELINE is a file, or a NAME: NAME.toml from the first of $AUDITOR_PIPELINES,
+    ./pipelines and the auditor's pipelines/ that has it.
+    """
     import tomli_w
 
     resolved = resolve_config(pipeline, set_items, {})

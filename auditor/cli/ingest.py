@@ -27,7 +27,7 @@ __all__ = ["ingest"]
     type=click.Path(path_type=Path),
     help="Index dir to create or update.",
 )
-@pipeline_options
+@pipeline_options("ingest")
 @click.option(
     "--embedder",
     help="Packaged embedder name (all-MiniLM-L6-v2) or a local sentence-transformers dir.",

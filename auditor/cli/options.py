@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import click
 
@@ -27,6 +27,7 @@ __all__ = [
     "load_calibration_option",
     "pipeline_options",
     "questions_option",
+    "ray_options",
     "resolve_config",
     "sources_option",
 ]
@@ -34,22 +35,41 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def pipeline_options(func: F) -> F:
-    """`--pipeline` and `--set`, for every command that reads a pipeline config."""
-    func = click.option(
-        "--set",
-        "set_items",
-        multiple=True,
-        metavar="KEY=VALUE",
-        help="Override a config key, dotted, e.g. --set ingest.chunking.chunk_size=128.",
-    )(func)
-    func = click.option(
-        "--pipeline",
-        "pipeline",
-        metavar="PIPELINE",
-        help="Pipeline file, or a name in pipelines/ (defaults apply without one).",
-    )(func)
-    return func
+_PIPELINE_NAMES = (
+    "a file, or a NAME: NAME.toml from the first of $AUDITOR_PIPELINES, ./pipelines and the "
+    "auditor's pipelines/ that has it"
+)
+"""How `--pipeline` is resolved (auditor.config.pipeline_search_path), for help texts."""
+
+_PIPELINE_HELP = {
+    "ingest": f"Pipeline whose [ingest] settings apply: {_PIPELINE_NAMES}. Defaults without one.",
+    "run": f"The pipeline to run (required): {_PIPELINE_NAMES}.",
+}
+_SET_EXAMPLE = {"ingest": "ingest.chunking.chunk_size=128", "run": "retrieval.top_k=8"}
+
+
+def pipeline_options(command: Literal["ingest", "run"]) -> Callable[[F], F]:
+    """`--pipeline` and `--set`, worded for the command that reads the pipeline config:
+    `ingest` (its [ingest] table; defaults without a pipeline) or `run` (all of it)."""
+
+    def decorate(func: F) -> F:
+        func = click.option(
+            "--set",
+            "set_items",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Override a pipeline config key, dotted (value read as TOML), e.g. "
+            f"--set {_SET_EXAMPLE[command]}.",
+        )(func)
+        func = click.option(
+            "--pipeline",
+            "pipeline",
+            metavar="PIPELINE",
+            help=_PIPELINE_HELP[command],
+        )(func)
+        return func
+
+    return decorate
 
 
 questions_option = click.option(
@@ -83,16 +103,35 @@ judge_option = click.option(
 )
 
 
-calibration_option = click.option(
-    "--calibration",
-    "calibration_name",
-    metavar="CAL",
-    default=None,
-    help="A calibration of the judge: a CAL_DIR (or its calibration.json) from `auditor "
-    "calibrate` on your own labels, or a shipped one by name (auditor/calibrations/). The judge "
-    "runs at its threshold and reports add the rates corrected for the judge's own error; "
-    "without one, rates are as judged.",
+_CALIBRATION_NAMES = (
+    "a CAL_DIR (or its calibration.json) from `auditor calibrate` on your own labels, or a "
+    "shipped one by name (auditor/calibrations/)"
 )
+_CALIBRATION_HELP = {
+    "check": f"A calibration of the judge: {_CALIBRATION_NAMES}. The judge runs at its "
+    "threshold, so that `auditor report --calibration` can add the rates corrected for the "
+    "judge's own error; without one, the judge config's support_threshold.",
+    "audit": f"A calibration of the judge: {_CALIBRATION_NAMES}. The judge runs at its "
+    "threshold, and the summaries and report add the rates corrected for the judge's own "
+    "error; without one, rates are as judged.",
+    "report": f"A calibration of the judge that checked the run dirs: {_CALIBRATION_NAMES}. "
+    "Adds the rates corrected for the judge's own error; nothing is judged again, so a run "
+    "checked by another judge or at another threshold is refused. Without one, rates are as "
+    "judged.",
+}
+
+
+def calibration_option(command: Literal["check", "audit", "report"]) -> Callable[[F], F]:
+    """`--calibration CAL`: in `check` and `audit` the judge runs at the calibration's
+    threshold (`audit` also corrects the rates); in `report` the judge has run: it only
+    corrects the rates."""
+    return click.option(
+        "--calibration",
+        "calibration_name",
+        metavar="CAL",
+        default=None,
+        help=_CALIBRATION_HELP[command],
+    )
 
 
 def load_calibration_option(given: str | None) -> Any:
@@ -103,23 +142,48 @@ def load_calibration_option(given: str | None) -> Any:
     return resolve_calibration(given)
 
 
-def ray_options(func: F) -> F:
-    """`--ray [ADDRESS]` and `--ray-actors N`: check on a Ray cluster (auditor.scale)."""
-    func = click.option(
-        "--ray-actors",
-        type=click.IntRange(1),
-        help="Judge actors (one engine each); default: as many as the cluster fits.",
-    )(func)
-    return click.option(
-        "--ray",
-        "ray",
-        is_flag=False,
-        flag_value=LOCAL,
-        default=None,
-        metavar="[ADDRESS]",
-        help="Check on a Ray cluster: `auto` (the one this machine joined), HOST:PORT, "
-        "ray://HOST:10001; alone, a local cluster for this command.",
-    )(func)
+_RAY_WHERE = (
+    "`auto` (the one this machine joined), HOST:PORT, ray://HOST:10001; alone, a local cluster "
+    "for this command."
+)
+_RAY_HELP = {
+    "run": (
+        "Generate on a Ray cluster, one vLLM engine per actor (a vllm pipeline; other kinds "
+        f"keep their own client): {_RAY_WHERE}",
+        "Generation actors (one vLLM engine of the pipeline each); default: as many as the "
+        "cluster fits.",
+    ),
+    "check": (
+        f"Check on a Ray cluster, one judge engine per actor: {_RAY_WHERE}",
+        "Judge actors (one judge engine each); default: as many as the cluster fits.",
+    ),
+    "audit": (
+        "Generate (vllm pipelines, one engine per actor) and check (one judge engine per "
+        f"actor) on a Ray cluster: {_RAY_WHERE}",
+        "Actors of each stage (one engine each: the pipeline's while generating, the judge's "
+        "while checking); default: as many as the cluster fits.",
+    ),
+}
+
+
+def ray_options(command: Literal["run", "check", "audit"]) -> Callable[[F], F]:
+    """`--ray [ADDRESS]` and `--ray-actors N` (auditor.scale), worded for what the command does
+    on the cluster: `run` generates, `check` checks, `audit` does both."""
+    where_help, actors_help = _RAY_HELP[command]
+
+    def decorate(func: F) -> F:
+        func = click.option("--ray-actors", type=click.IntRange(1), help=actors_help)(func)
+        return click.option(
+            "--ray",
+            "ray",
+            is_flag=False,
+            flag_value=LOCAL,
+            default=None,
+            metavar="[ADDRESS]",
+            help=where_help,
+        )(func)
+
+    return decorate
 
 
 def judge_options(func: F) -> F:

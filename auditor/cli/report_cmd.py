@@ -140,7 +140,7 @@ def echo_outcome(outcome: Any) -> None:
 )
 @gate_option
 @history_option
-@calibration_option
+@calibration_option("report")
 @click.option(
     "--record", is_flag=True, help="Also record these runs in the audit history (as an audit does)."
 )
@@ -169,7 +169,11 @@ def report(
 
 @click.command()
 @history_option
-@click.option("--pipeline", help="Only audits of this pipeline.")
+@click.option(
+    "--pipeline",
+    metavar="NAME",
+    help="Only audits of the pipeline of this name, as the pipeline column shows it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON on stdout.")
 def history(history_path: Path | None, pipeline: str | None, as_json: bool) -> None:
     """List past audits, oldest first; * marks each pipeline's baseline."""

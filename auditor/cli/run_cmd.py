@@ -27,7 +27,7 @@ __all__ = ["run"]
 
 
 @click.command()
-@pipeline_options
+@pipeline_options("run")
 @questions_option
 @index_option
 @click.option(
@@ -38,7 +38,7 @@ __all__ = ["run"]
     help="Run dir to write (or resume).",
 )
 @click.option("--limit", type=click.IntRange(1), help="Only the first N questions.")
-@ray_options
+@ray_options("run")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def run(
