@@ -15,17 +15,17 @@ from typing import Any
 from auditor.calibrate import Calibration
 from auditor.config import JudgeConfig, PipelineConfig
 from auditor.errors import BadInput
-from auditor.files import write_text_atomic
+from auditor.files import write_json_atomic, write_text_atomic
 from auditor.gates import Gate, GateResult, evaluate_gates
-from auditor.history import list_audits, record_audit
-from auditor.report import render_report
-from auditor.results import RunArtifacts, load_run, write_summary
-from auditor.run import RunCallbacks, run_pipeline
+from auditor.history import check_history, list_audits, record_audit
+from auditor.report import refuse_shared_names, render_report
+from auditor.results import SUMMARY, RunArtifacts, load_run, summarize_run
+from auditor.run import RunCallbacks, plan_run, run_pipeline
 from auditor.scale.generation import cluster_generators
 from auditor.verify.answers import choose_sources
 from auditor.verify.check import OnStageCalls, check_run, items_from_run
 
-__all__ = ["AuditOutcome", "finish_audit", "run_audit"]
+__all__ = ["AuditOutcome", "finish_audit", "plan_audit", "run_audit"]
 
 
 @dataclass
@@ -49,11 +49,20 @@ def finish_audit(
     record: bool = False,
     calibration: Calibration | None = None,
 ) -> AuditOutcome:
-    """Summaries, gates, history and the HTML report for run dirs that were run and checked."""
+    """Summaries, gates, history and the HTML report for run dirs that were run and checked.
+
+    Every refusal (a damaged run dir, two runs of one pipeline, a calibration that does not
+    apply, a history that is no audit history) comes before the first file is written.
+    """
     runs = [load_run(run_dir) for run_dir in run_dirs]
+    refuse_shared_names(runs)
+    if history_path is not None:
+        check_history(history_path)
     for run in runs:
-        write_summary(run, calibration)
+        summarize_run(run, calibration)
     results = evaluate_gates(gates, {run.name: run.summary for run in runs})
+    for run in runs:
+        write_json_atomic(run.run_dir / SUMMARY, run.summary)
     if record and history_path is not None:
         for run in runs:
             mine = [r for r in results if r.pipeline == run.name]
@@ -69,6 +78,32 @@ def finish_audit(
     report_path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(report_path, render_report(runs, results, history))
     return AuditOutcome(runs, results, report_path)
+
+
+def plan_audit(
+    pipelines: Sequence[PipelineConfig],
+    questions_path: Path,
+    index_dir: Path,
+    out_dir: Path,
+    limit: int | None = None,
+    history_path: Path | None = None,
+) -> list[Path]:
+    """The run dir of each pipeline, every input validated and nothing written (names,
+    questions, index, run dirs, the history database): `audit` calls it before any file is
+    written or engine started."""
+    names = [p.name for p in pipelines]
+    if len(set(names)) != len(names):
+        raise BadInput(
+            f"two pipelines share the name {sorted(n for n in names if names.count(n) > 1)[0]!r}; names must differ"
+        )
+    run_dirs = [out_dir / name for name in names]
+    if out_dir.exists() and not out_dir.is_dir():
+        raise BadInput(f"{out_dir}: not a directory; give --out an audit dir")
+    for config, run_dir in zip(pipelines, run_dirs, strict=True):
+        plan_run(config, questions_path, index_dir, run_dir, limit)
+    if history_path is not None:
+        check_history(history_path)
+    return run_dirs
 
 
 def run_audit(
@@ -106,12 +141,7 @@ def run_audit(
     if calibration is not None:
         judge_config = calibration.judge_config(judge_config)  # refuses another judge's settings
 
-    names = [p.name for p in pipelines]
-    if len(set(names)) != len(names):
-        raise BadInput(
-            f"two pipelines share the name {sorted(n for n in names if names.count(n) > 1)[0]!r}; names must differ"
-        )
-    run_dirs = [out_dir / name for name in names]
+    run_dirs = plan_audit(pipelines, questions_path, index_dir, out_dir, limit, history_path)
     with cluster_generators(ray, ray_actors) as on_cluster:
         for config, run_dir in zip(pipelines, run_dirs, strict=True):
             on_stage(f"pipeline {config.name}: retrieval and generation -> {run_dir}")

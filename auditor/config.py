@@ -7,6 +7,7 @@ Every model forbids unknown keys, so a typo is an error that names the key. Late
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -551,20 +552,81 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str
     return merged
 
 
-def format_validation_error(source: str, error: ValidationError) -> str:
-    """One line per problem naming the key, e.g. `p.toml: ingest.chunking.size: unknown key`."""
-    lines = []
+# the tables whose `kind` picks a model: pydantic puts the kind in an error's path
+# ("generator.vllm.model"), which is not a key the user wrote
+_UNIONS: dict[str, Any] = {"generator": GeneratorConfig, "index": IndexConfig}
+
+
+def _members(union: Any) -> dict[str, type[BaseModel]]:
+    """{kind: model} of a discriminated union."""
+    members = get_args(get_args(union)[0])
+    return {str(get_args(m.model_fields["kind"].annotation)[0]): m for m in members}
+
+
+def _user_path(
+    loc: Sequence[int | str], root: type[BaseModel] | None
+) -> tuple[list[str], type[BaseModel] | None]:
+    """An error location as the user wrote it (union kinds dropped), and the model that holds
+    its last key (None where the path leaves the models): the keys to suggest from."""
+    path: list[str] = []
+    model, holder = root, root
+    union: Any = None
+    for part in loc:
+        if union is not None and str(part) in _members(union):
+            model = _members(union)[str(part)]
+            union = None
+            continue
+        union = None
+        holder = model
+        path.append(str(part))
+        field = None if model is None else model.model_fields.get(str(part))
+        annotation = None if field is None else field.annotation
+        if str(part) in _UNIONS and field is not None:
+            union, model = _UNIONS[str(part)], None
+        elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+        else:
+            model = None
+    return path, holder
+
+
+def format_validation_error(
+    source: str, error: ValidationError, root: type[BaseModel] | None = None
+) -> str:
+    """One line per problem naming the key as the user wrote it, e.g. `p.toml:
+    ingest.chunking.size: unknown key; did you mean chunk_size?` (a typo's "Field required"
+    for the key it misspelt is left out)."""
+    problems = []
     for err in error.errors():
-        loc = ".".join(str(part) for part in err["loc"])
+        path, holder = _user_path(err["loc"], root)
+        problems.append((err, path, holder))
+    unknown = {tuple(p[:-1]) for e, p, _ in problems if e["type"] == "extra_forbidden" and p}
+    lines = []
+    for err, path, holder in problems:
+        parent, leaf = tuple(path[:-1]), path[-1] if path else ""
+        loc = ".".join(path)
+        if err["type"] == "missing" and parent in unknown:
+            continue  # the misspelt key's "Field required": the unknown key's line says it
         if err["type"] == "extra_forbidden":
-            msg = "unknown key (check the spelling; `auditor config show` lists valid keys)"
+            names = list(holder.model_fields) if holder is not None else []
+            close = difflib.get_close_matches(leaf, names, n=1, cutoff=0.6)
+            msg = "unknown key" + (
+                f"; did you mean {close[0]}?"
+                if close
+                else " (check the spelling; `auditor config show` lists valid keys)"
+            )
         elif err["type"] == "union_tag_invalid":
             msg = f"unknown kind; valid kinds: {err['ctx']['expected_tags']}"
+        elif err["type"] == "union_tag_not_found":
+            msg = (
+                f'needs kind = "..." ({", ".join(_members(_UNIONS[leaf]))})'
+                if leaf in _UNIONS
+                else err["msg"]
+            )
         elif err["type"] == "value_error":  # our validators' own words, one line
             msg = " ".join(str(err["msg"]).removeprefix("Value error, ").split())
         else:
             msg = err["msg"]
-        # a discriminated union puts the kind in the path ("generator.http.answer")
         lines.append(f"{source}: {loc or '(top level)'}: {msg}")
     return "\n".join(lines)
 
@@ -599,7 +661,9 @@ def load_judge(path: Path | None, overrides: dict[str, Any] | None = None) -> Ju
     try:
         return JudgeConfig.model_validate(apply_overrides(data, overrides or {}))
     except ValidationError as exc:
-        raise BadInput(format_validation_error(str(path or "(default judge)"), exc)) from exc
+        raise BadInput(
+            format_validation_error(str(path or "(default judge)"), exc, JudgeConfig)
+        ) from exc
 
 
 def load_pipeline(path: Path, overrides: dict[str, Any] | None = None) -> PipelineConfig:
@@ -616,7 +680,7 @@ def validate_pipeline(
     try:
         return PipelineConfig.model_validate(apply_overrides(data, overrides or {}))
     except ValidationError as exc:
-        raise BadInput(format_validation_error(source, exc)) from exc
+        raise BadInput(format_validation_error(source, exc, PipelineConfig)) from exc
 
 
 # generator settings that change how fast an engine runs, never what it writes: a judge's

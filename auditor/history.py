@@ -7,6 +7,7 @@ the same run dir (a resumed audit) updates its row instead of adding a second on
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -24,6 +25,7 @@ __all__ = [
     "AuditRow",
     "Regression",
     "accept_baseline",
+    "check_history",
     "default_history_path",
     "list_audits",
     "record_audit",
@@ -64,8 +66,11 @@ KEY_METRICS = (
 )
 
 
+DEFAULT_HISTORY = "reports/history.sqlite"
+
+
 def default_history_path() -> Path:
-    return Path(os.environ.get("AUDITOR_HISTORY", "reports/history.sqlite"))
+    return Path(os.environ.get("AUDITOR_HISTORY", DEFAULT_HISTORY))
 
 
 @dataclass
@@ -116,6 +121,31 @@ def _connect(path: Path) -> Iterator[sqlite3.Connection]:
         connection.close()
 
 
+def check_history(path: Path) -> None:
+    """Refuse, before any work, a history path the audit could not record into at its end: an
+    existing file that is not an audit history, or a place no database can be created (read
+    only: nothing is created here)."""
+    if path.exists():
+        if not path.is_file():
+            raise BadInput(f"{path}: not a file; pass --history a database file path")
+        try:
+            with contextlib.closing(
+                sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            ) as db:
+                db.execute(f"SELECT {_COLUMNS} FROM audits LIMIT 0")
+        except sqlite3.DatabaseError as exc:
+            raise BadInput(
+                f"{path}: not an audit history database ({exc}); pass --history another path"
+            ) from exc
+        return
+    parent = next((p for p in path.parents if p.exists()), Path("."))
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise BadInput(
+            f"{path}: cannot create the history database ({parent} is not a writable dir); "
+            "pass --history another path"
+        )
+
+
 def _row(values: tuple[Any, ...]) -> AuditRow:
     ident, recorded, run_dir, pipeline, kind, config, model, passed, baseline, summary = values
     return AuditRow(
@@ -128,8 +158,19 @@ def _row(values: tuple[Any, ...]) -> AuditRow:
         model_sha256=model,
         gates_passed=None if passed is None else bool(passed),
         baseline=bool(baseline),
-        summary=json.loads(summary),
+        summary=_summary(summary, ident),
     )
+
+
+def _summary(text: str, ident: int) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise BadInput(
+            f"audit {ident} in the history holds a corrupt summary ({exc}); record it again "
+            "with `auditor report RUN_DIR --record`"
+        ) from exc
+    return data if isinstance(data, dict) else {}
 
 
 _COLUMNS = (
@@ -195,6 +236,11 @@ def list_audits(path: Path, pipeline: str | None = None) -> list[AuditRow]:
 def accept_baseline(path: Path, run_dir: Path) -> AuditRow:
     """Make the audit of `run_dir` its pipeline's baseline (the previous one stops being it)."""
     target = str(run_dir.resolve())
+    if not path.is_file():
+        raise BadInput(
+            f"{path}: no such audit history database; pass the --history your audits were "
+            f"recorded in (default: $AUDITOR_HISTORY or {DEFAULT_HISTORY})"
+        )
     with _connect(path) as db:
         found = db.execute(f"SELECT {_COLUMNS} FROM audits WHERE run_dir = ?", (target,)).fetchone()
         if found is None:

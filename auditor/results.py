@@ -10,14 +10,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from auditor.calibrate import Calibration
-from auditor.config import GoodputConfig, PipelineConfig, SLOConfig
-from auditor.errors import BadInput
-from auditor.files import utc_now, write_json_atomic
-from auditor.goodput import summarize
-from auditor.store import read_check_manifest, read_jsonl, read_run_manifest
+from pydantic import ValidationError
 
-__all__ = ["SUMMARY", "RunArtifacts", "load_run", "pipeline_settings", "write_summary"]
+from auditor.calibrate import Calibration
+from auditor.config import GoodputConfig, PipelineConfig, SLOConfig, format_validation_error
+from auditor.errors import BadInput
+from auditor.files import utc_now
+from auditor.goodput import summarize
+from auditor.store import MANIFEST, read_check_manifest, read_jsonl, read_run_manifest
+from auditor.versions import package_versions
+
+__all__ = [
+    "SUMMARY",
+    "RunArtifacts",
+    "load_run",
+    "pipeline_settings",
+    "summarize_run",
+]
 
 SUMMARY = "summary.json"
 
@@ -45,11 +54,25 @@ class RunArtifacts:
         return None if sha is None else str(sha)
 
 
-def pipeline_settings(manifest: dict[str, Any]) -> tuple[SLOConfig, GoodputConfig]:
+def pipeline_settings(
+    manifest: dict[str, Any], run_dir: Path | None = None
+) -> tuple[SLOConfig, GoodputConfig]:
+    """The SLO and goodput weights of the pipeline a run recorded; BadInput naming the key and
+    the auditor version that wrote it when that config no longer validates here."""
     config = manifest.get("pipeline", {}).get("config")
     if not config:
         return SLOConfig(), GoodputConfig()
-    pipeline = PipelineConfig.model_validate(config)
+    try:
+        pipeline = PipelineConfig.model_validate(config)
+    except ValidationError as exc:
+        where = str((run_dir or Path(".")) / MANIFEST)
+        problem = format_validation_error(where, exc, PipelineConfig).splitlines()[0]
+        wrote = manifest.get("packages", {}).get("auditor", "an unknown version")
+        raise BadInput(
+            f"{problem} (this run was written by auditor {wrote}; this is auditor "
+            f"{package_versions().get('auditor', '?')}); re-run the pipeline into a new --out "
+            "with this auditor"
+        ) from exc
     return pipeline.slo, pipeline.goodput
 
 
@@ -71,14 +94,15 @@ def load_run(run_dir: Path) -> RunArtifacts:
     )
 
 
-def write_summary(run: RunArtifacts, calibration: Calibration | None = None) -> dict[str, Any]:
-    """Compute the run's summary (deterministic: seeded bootstrap) and write summary.json.
+def summarize_run(run: RunArtifacts, calibration: Calibration | None = None) -> dict[str, Any]:
+    """Compute the run's summary (deterministic: seeded bootstrap) into `run.summary`; nothing
+    is written, so a command can refuse any of its runs before it writes one.
 
     Rates are as judged unless a calibration is given (`--calibration`: none applies by
     itself); then they are also given corrected for the judge's error, and a calibration that
     does not apply to the run's judge is refused naming the setting that differs and the fix.
     """
-    slo, weights = pipeline_settings(run.manifest)
+    slo, weights = pipeline_settings(run.manifest, run.run_dir)
     accuracy = None
     if calibration is not None:
         if run.checks and (reason := calibration.mismatch(run.check_manifest)):
@@ -94,6 +118,5 @@ def write_summary(run: RunArtifacts, calibration: Calibration | None = None) -> 
         "judge": (run.check_manifest or {}).get("judge", {}).get("identity"),
         "judge_sha256": run.judge_sha256,
     }
-    write_json_atomic(run.run_dir / SUMMARY, summary)
     run.summary = summary
     return summary

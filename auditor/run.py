@@ -37,7 +37,7 @@ from auditor.store import (
 )
 from auditor.versions import package_versions
 
-__all__ = ["RunCallbacks", "RunSummary", "run_pipeline", "summarize_records"]
+__all__ = ["RunCallbacks", "RunSummary", "plan_run", "run_pipeline", "summarize_records"]
 
 
 def _sha256_file(path: Path) -> str:
@@ -188,25 +188,20 @@ def _record(
     }
 
 
-def run_pipeline(
+def plan_run(
     config: PipelineConfig,
     questions_path: Path,
     index_dir: Path,
     run_dir: Path,
-    *,
     limit: int | None = None,
-    callbacks: RunCallbacks | None = None,
-    generator_factory: Callable[..., Any] | None = None,
-) -> RunSummary:
-    """Run (or resume) the pipeline over the question set; see the module docstring.
+) -> tuple[list[Question], dict[str, Any]]:
+    """The questions to answer and the run manifest to write, every input validated and
+    nothing written: `run` and `audit` call it before any engine or cluster starts.
 
     Raises:
         BadInput: no generator in the config, bad question file, missing or incompatible
             index, or a run dir that holds another audit.
-        AuditorError: every request failed.
     """
-
-    callbacks = callbacks or RunCallbacks()
     if config.generator is None:
         raise BadInput(
             f"pipeline {config.name!r} has no [generator] table; add one (see pipelines/*.toml)"
@@ -247,15 +242,41 @@ def run_pipeline(
         "host": _host(),
         "packages": package_versions(),
     }
-    run_dir.mkdir(parents=True, exist_ok=True)
-    manifest: dict[str, Any] | None = read_run_manifest(run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise BadInput(f"{run_dir}: not a directory; choose another --out dir")
+    manifest: dict[str, Any] | None = read_run_manifest(run_dir) if run_dir.is_dir() else None
     if manifest is None:
-        if any(p.name != ENGINE_LOG for p in run_dir.iterdir()):
+        if run_dir.is_dir() and any(p.name != ENGINE_LOG for p in run_dir.iterdir()):
             raise BadInput(f"{run_dir}: not empty and not a run dir; choose another --out dir")
         manifest = fresh | {"started_at": utc_now(), "status": "running", "sessions": []}
     else:
         _check_compatible(manifest, fresh, run_dir)
         manifest["packages"] = fresh["packages"]
+    return questions, manifest
+
+
+def run_pipeline(
+    config: PipelineConfig,
+    questions_path: Path,
+    index_dir: Path,
+    run_dir: Path,
+    *,
+    limit: int | None = None,
+    callbacks: RunCallbacks | None = None,
+    generator_factory: Callable[..., Any] | None = None,
+) -> RunSummary:
+    """Run (or resume) the pipeline over the question set; see the module docstring.
+
+    Raises:
+        BadInput: no generator in the config, bad question file, missing or incompatible
+            index, or a run dir that holds another audit.
+        AuditorError: every request failed.
+    """
+
+    callbacks = callbacks or RunCallbacks()
+    questions, manifest = plan_run(config, questions_path, index_dir, run_dir, limit)
+    assert config.generator is not None  # plan_run refused a pipeline without one
+    run_dir.mkdir(parents=True, exist_ok=True)
     records = read_records(run_dir, repair=True)
     done = {r["id"] for r in records}
     todo = [q for q in questions if q.id not in done]

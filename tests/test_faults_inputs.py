@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from auditor.cli import cli
 from auditor.testing import FakeEmbedder, FakeJudge
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.faults
 
@@ -159,6 +160,107 @@ def _run_with_index(index: Callable[[Path], Path]) -> Callable[[Path], list[str]
     return make
 
 
+def _edit_json(path: Path, change: Callable[[dict], None]) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def _stale_pipeline(run: Path) -> None:
+    """A manifest whose pipeline config an older auditor wrote with a key this one lacks."""
+
+    def change(manifest: dict) -> None:
+        manifest["pipeline"] = {
+            "name": "old",
+            "config": {"name": "old", "retrieval": {"top_kk": 3}},
+        }
+        manifest["packages"] = {"auditor": "0.0.1"}
+
+    _edit_json(run / "manifest.json", change)
+
+
+def _record_without_question(run: Path) -> None:
+    row = json.loads((run / "records.jsonl").read_text())
+    del row["question"]
+    (run / "records.jsonl").write_text(json.dumps(row) + "\n")
+    (run / "checks.jsonl").unlink()
+
+
+def _corrupt_history_summary(tmp: Path) -> list[str]:
+    db = tmp / "h.sqlite"
+    assert (
+        CliRunner()
+        .invoke(cli, ["report", str(_good_run(tmp)), "--history", str(db), "--record"])
+        .exit_code
+        == 0
+    )
+    with sqlite3.connect(db) as connection:
+        connection.execute("UPDATE audits SET summary = '{torn'")
+    return ["history", "--history", str(db)]
+
+
+def _other_kb(tmp: Path) -> list[str]:
+    """A check against one knowledge base, resumed against another."""
+    answers = _write(tmp / "answers.jsonl", json.dumps(ANSWER) + "\n")
+    first = _index(tmp)
+    second = tmp / "index2"
+    made = CliRunner().invoke(
+        cli,
+        [
+            "ingest",
+            str(_corpus(tmp, {"b.md": GOOD_DOC + " Or 60 days."})),
+            "--index",
+            str(second),
+            "-q",
+        ],
+    )
+    assert made.exit_code == 0, made.output
+    out = tmp / "o"
+    done = CliRunner().invoke(
+        cli,
+        [
+            "check",
+            "--answers",
+            str(answers),
+            "--out",
+            str(out),
+            "--sources",
+            "kb",
+            "--index",
+            str(first),
+            "-q",
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    return ["check", str(out), "--sources", "kb", "--index", str(second)]
+
+
+def _same_pipeline_twice(tmp: Path) -> list[str]:
+    runs = []
+    for where in ("a", "b"):
+        answers = _write(tmp / f"{where}.jsonl", json.dumps(ANSWER) + "\n")
+        runs.append(str(tmp / where / "run"))
+        assert (
+            CliRunner()
+            .invoke(cli, ["check", "--answers", str(answers), "--out", runs[-1], "-q"])
+            .exit_code
+            == 0
+        )
+    return ["report", *runs, "--history", str(tmp / "h.sqlite"), "--record"]
+
+
+def _audit(tmp: Path, *extra: str, questions: Path | None = None) -> list[str]:
+    """An audit whose inputs are good but for `extra` (a pipeline on the fake embedder)."""
+    pipeline = (REPO / "pipelines" / "smollm2-135m-cpu.toml").read_text()
+    pipeline = pipeline.replace('model = "all-MiniLM-L6-v2"', 'model = "fake-words"', 1)
+    questions = questions or _write(tmp / "q.jsonl", json.dumps(QUESTION) + "\n")
+    return [
+        "audit", "--pipeline", str(_write(tmp / "tiny.toml", pipeline)),
+        "--questions", str(questions), "--index", str(_index(tmp)), "--out", str(tmp / "audit"),
+        *extra,
+    ]  # fmt: skip
+
+
 def _gate(expression: str) -> Callable[[Path], list[str]]:
     return lambda tmp: ["report", str(_good_run(tmp)), "--gate", expression]
 
@@ -181,7 +283,7 @@ CASES = [
     Case("pipeline: unknown key", _pipeline("[retrieval]\ntop_kk = 3\n"), 2, "retrieval.top_kk: unknown key"),
     Case("pipeline: wrong type", _pipeline('[retrieval]\ntop_k = "many"\n'), 2, "retrieval.top_k"),
     Case("pipeline: unknown generator kind", _pipeline('[generator]\nkind = "tgi"\n'), 2, "generator"),
-    Case("http target: mapping not JMESPath", _pipeline('[generator]\nkind = "http"\nendpoints = ["http://127.0.0.1:9/ask"]\nanswer = "data.[answer"\n'), 2, "generator.http: answer: not a JMESPath expression"),
+    Case("http target: mapping not JMESPath", _pipeline('[generator]\nkind = "http"\nendpoints = ["http://127.0.0.1:9/ask"]\nanswer = "data.[answer"\n'), 2, "p.toml: generator: answer: not a JMESPath expression"),
     Case("http target: streamed without a token path", _pipeline('[generator]\nkind = "http"\nendpoints = ["http://127.0.0.1:9/ask"]\nanswer = "a"\nstream = "sse"\n'), 2, "stream = 'sse' needs stream_token"),
     Case("pipeline: no such name", lambda tmp: ["config", "show", "no-such-pipeline"], 2, "no-such-pipeline: no such pipeline file"),
     Case("--set without =", lambda tmp: ["config", "show", "smollm2-135m-cpu", "--set", "retrieval.top_k"], 2, "expected KEY=VALUE"),
@@ -222,6 +324,31 @@ CASES = [
     Case("gate: no operator", _gate("faithfulness"), 2, "faithfulness"),
     Case("gate: unknown metric", _gate("vibes>=0.5"), 2, "vibes"),
     Case("report: no such run dir", lambda tmp: ["report", str(tmp / "none")], 2, "none"),
+    # damaged run dirs
+    Case("check manifest corrupt (report)", _damaged_run(lambda run: (run / "check.json").write_text("{broken")), 2, "check.json: corrupt check manifest"),
+    Case("check manifest truncated (check)", _damaged_run(lambda run: (run / "check.json").write_text((run / "check.json").read_text()[:40]), ["check"]), 2, "check.json: corrupt check manifest"),
+    Case("check manifest not an object", _damaged_run(lambda run: (run / "check.json").write_text("[1]"), ["check"]), 2, "check.json: corrupt check manifest (not a JSON object)"),
+    Case("manifest truncated (report)", _damaged_run(lambda run: (run / "manifest.json").write_text((run / "manifest.json").read_text()[:30])), 2, "manifest.json: corrupt run manifest"),
+    Case("pipeline config of an older auditor", _damaged_run(_stale_pipeline), 2, "manifest.json: retrieval.top_kk: unknown key; did you mean top_k? (this run was written by auditor 0.0.1"),
+    Case("record without its question (check)", _damaged_run(_record_without_question, ["check"]), 2, "records.jsonl: record 1 lacks 'question'"),
+    Case("history: corrupt summary", _corrupt_history_summary, 2, "holds a corrupt summary"),
+    Case("baseline: no such history", lambda tmp: ["baseline", "accept", str(_good_run(tmp)), "--history", str(tmp / "typo.sqlite")], 2, "typo.sqlite: no such audit history database"),
+    # validated before any work
+    Case("check: another knowledge base on resume", _other_kb, 2, "checks here were made against the knowledge base"),
+    Case("check --answers --ray unreachable", lambda tmp: [*_answers(json.dumps(ANSWER) + "\n")(tmp), "--ray", "127.0.0.1:9"], 2, "--ray 127.0.0.1:9: no Ray head answers there"),
+    Case("check --answers --sources kb without --index", lambda tmp: [*_answers(json.dumps(ANSWER) + "\n")(tmp), "--sources", "kb"], 2, "--sources kb needs --index"),
+    Case("check --answers --index not an index", lambda tmp: [*_answers(json.dumps(ANSWER) + "\n")(tmp), "--index", str(_corpus(tmp, {"x.md": "x"}))], 2, "corpus"),
+    Case("run --ray: bad questions first", lambda tmp: [*_questions("{nope\n")(tmp), "--ray", "127.0.0.1:9"], 2, "q.jsonl:1: not valid JSON"),
+    Case("audit: history not a database", lambda tmp: _audit(tmp, "--history", str(_write(tmp / "h.sqlite", b"not sqlite" * 100))), 2, "h.sqlite: not an audit history database"),
+    Case("audit: history under a file", lambda tmp: _audit(tmp, "--history", str(_write(tmp / "file", "x") / "h.sqlite")), 2, "cannot create the history database"),
+    Case("audit: --out is a file", lambda tmp: _audit(tmp, "--out", str(_write(tmp / "out.txt", "x"))), 2, "out.txt: not a directory"),
+    Case("audit --ray: bad questions first", lambda tmp: _audit(tmp, "--ray", "127.0.0.1:9", questions=_write(tmp / "bad.jsonl", "{nope\n")), 2, "bad.jsonl:1: not valid JSON"),
+    Case("report: two runs of one pipeline", _same_pipeline_twice, 2, "hold the same pipeline name 'run'"),
+    # ids and config keys
+    Case("answers: boolean id", _answers('{"id": true, "question": "q", "contexts": ["c"], "answer": "a"}\n'), 2, 'answers.jsonl:1: missing or empty "id"'),
+    Case("answers: empty id", _answers('{"id": " ", "question": "q", "contexts": ["c"], "answer": "a"}\n'), 2, 'answers.jsonl:1: missing or empty "id"'),
+    Case("answers: duplicate id names both lines", _answers(json.dumps(ANSWER) + "\n" + json.dumps(ANSWER) + "\n"), 2, "answers.jsonl:2: duplicate id 'a1' (first on line 1)"),
+    Case("pipeline: misspelt key", _pipeline('[generator]\nkind = "vllm"\nmodle = "smollm2-135m-instruct"\n'), 2, "generator.modle: unknown key; did you mean model?"),
 ]  # fmt: skip
 
 
@@ -233,12 +360,24 @@ def test_bad_input_is_one_line_with_exit_code_and_no_traceback(
     monkeypatch.setattr("auditor.verify.judges.make_judge", lambda config: FakeJudge())
     monkeypatch.setenv("AUDITOR_HISTORY", str(tmp_path / "history.sqlite"))
     args = case.make(tmp_path)
+    before = _tree(tmp_path)
     result = CliRunner().invoke(cli, args)
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("Error: ")]
     assert "Traceback" not in result.output, result.output
     assert result.exit_code == case.code, (args, result.output)
     assert len(errors) == 1 and case.names in errors[0], lines
+    assert _tree(tmp_path) == before, "a refused command wrote or changed files"
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file and dir under root with its size and modification time: what a refused
+    command must leave as it was."""
+    return {
+        str(p.relative_to(root)): (p.stat().st_size if p.is_file() else -1, p.stat().st_mtime_ns)
+        for p in root.rglob("*")
+        if not p.name.endswith("-journal")
+    }
 
 
 def test_the_suite_has_at_least_forty_cases() -> None:

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
-from auditor.audit import run_audit
+from auditor.audit import plan_audit, run_audit
 from auditor.cli.options import (
     calibration_option,
+    check_ray_option,
     index_option,
     judge_option,
     load_calibration_option,
@@ -91,6 +92,9 @@ def audit(
     calibration = load_calibration_option(calibration_name)
     if calibration is not None:  # another judge's calibration fails before any engine starts
         judge_config = calibration.judge_config(judge_config, flag="--judge-set")
+    # every input is validated before a file is written or an engine started
+    plan_audit(configs, questions_path, index_dir, out_dir, limit, _history_path(history_path))
+    check_ray_option(ray)
     with engine_output_to(out_dir / ENGINE_LOG), StderrProgress(enabled=not quiet) as display:
 
         def on_check_start(name: str, total: int) -> None:

@@ -11,6 +11,7 @@ import click
 
 from auditor.cli.options import (
     calibration_option,
+    check_ray_option,
     judge_options,
     load_calibration_option,
     ray_options,
@@ -22,8 +23,19 @@ from auditor.config import load_judge, parse_set_option
 from auditor.errors import AuditorError
 from auditor.ingest.manifest import read_manifest
 from auditor.store import ENGINE_LOG
-from auditor.verify.answers import choose_sources
-from auditor.verify.check import CheckSummary, check_run, import_answers, items_from_run
+from auditor.verify.answers import (
+    choose_sources,
+    items_from_rows,
+    read_answers,
+    refuse_other_answers,
+)
+from auditor.verify.check import (
+    CheckSummary,
+    check_run,
+    import_answers,
+    items_from_run,
+    refuse_unresumable,
+)
 
 __all__ = ["check"]
 
@@ -83,18 +95,24 @@ def check(
     calibration = load_calibration_option(calibration_name)
     if calibration is not None:  # another judge's calibration fails before any engine starts
         config = calibration.judge_config(config)
+    # every input is validated before a file is written, an engine started or a cluster joined
+    answers = None
     if answers_path is not None:
         assert out_dir is not None
-        items = import_answers(answers_path, out_dir)
-        target = out_dir
+        answers, target = read_answers(answers_path), out_dir
+        refuse_other_answers(answers, out_dir)
+        items = items_from_rows(answers.rows, answers_path)
     else:
         assert run_dir is not None
-        items = items_from_run(run_dir)
-        target = run_dir
-    if limit is not None:
-        items = items[:limit]
+        items, target = items_from_run(run_dir), run_dir
     if kb_index is not None:
         read_manifest(kb_index)  # BadInput naming the dir when it is no index
+    check_ray_option(ray)
+    choose_sources(items[:limit], target, sources, kb_index)
+    refuse_unresumable(target, items[:limit], kb_index)
+    if answers is not None:
+        items = import_answers(answers, target)
+    items = items[:limit]
     choose_sources(items, target, sources, kb_index)
     with engine_output_to(target / ENGINE_LOG), StderrProgress(enabled=not quiet) as display:
         (summary,) = check_run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -16,11 +17,13 @@ from auditor.config import (
     resolve_pipeline_path,
     validate_pipeline,
 )
-from auditor.scale.cluster import LOCAL
+from auditor.errors import BackendUnavailable
+from auditor.scale.cluster import LOCAL, refuse_unreachable
 from auditor.verify.answers import SOURCE_CHOICES
 
 __all__ = [
     "calibration_option",
+    "check_ray_option",
     "index_option",
     "judge_option",
     "judge_options",
@@ -184,6 +187,16 @@ def ray_options(command: Literal["run", "check", "audit"]) -> Callable[[F], F]:
         )(func)
 
     return decorate
+
+
+def check_ray_option(address: str | None) -> None:
+    """`--ray`'s address and Ray itself, checked before anything is written or started (Ray
+    retries an unreachable address for minutes)."""
+    if address is None:
+        return
+    refuse_unreachable(address)
+    if importlib.util.find_spec("ray") is None:
+        raise BackendUnavailable("ray", "scale")
 
 
 def judge_options(func: F) -> F:

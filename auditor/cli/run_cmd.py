@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from auditor.cli.options import (
+    check_ray_option,
     index_option,
     pipeline_options,
     questions_option,
@@ -19,7 +20,7 @@ from auditor.cli.options import (
 from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.formatting import format_duration_ms
-from auditor.run import RunCallbacks, RunSummary, run_pipeline
+from auditor.run import RunCallbacks, RunSummary, plan_run, run_pipeline
 from auditor.scale.generation import cluster_generators
 from auditor.store import ENGINE_LOG
 
@@ -62,6 +63,9 @@ def run(
     if pipeline is None:
         raise click.UsageError("--pipeline is required (a file, or a name in pipelines/)")
     config = resolve_config(pipeline, set_items, {})
+    # every input is validated before a file is written or a cluster joined
+    plan_run(config, questions_path, index_dir, run_dir, limit)
+    check_ray_option(ray)
     with (
         engine_output_to(run_dir / ENGINE_LOG),
         StderrProgress(enabled=not quiet) as display,

@@ -29,7 +29,7 @@ from auditor.history import KEY_METRICS, AuditRow, Regression, regressions
 from auditor.report import charts
 from auditor.results import RunArtifacts
 
-__all__ = ["render_report"]
+__all__ = ["refuse_shared_names", "render_report"]
 
 _VERDICT_RANK = {"contradicted": 3, "unsupported": 2, "unverifiable": 1, "supported": 0}
 
@@ -157,19 +157,25 @@ def _pipeline_view(
     }
 
 
+def refuse_shared_names(runs: Sequence[RunArtifacts]) -> None:
+    """A report compares pipelines: two run dirs of one pipeline are a one-line BadInput."""
+    names = [run.name for run in runs]
+    if len(set(names)) != len(names):
+        shared = sorted({n for n in names if names.count(n) > 1})[0]
+        dirs = [str(run.run_dir) for run in runs if run.name == shared]
+        raise BadInput(
+            f"{' and '.join(dirs)} hold the same pipeline name {shared!r}; report runs of "
+            "different pipelines, or compare past audits with `auditor history`"
+        )
+
+
 def render_report(
     runs: Sequence[RunArtifacts],
     gate_results: Sequence[GateResult] = (),
     history: Sequence[AuditRow] = (),
 ) -> str:
-    """The report's HTML for runs whose summaries were written (`write_summary`)."""
-    names = [run.name for run in runs]
-    if len(set(names)) != len(names):
-        raise BadInput(
-            "two run dirs hold the same pipeline name "
-            f"({', '.join(sorted({n for n in names if names.count(n) > 1}))}); "
-            "report runs of different pipelines, or compare past audits with `auditor history`"
-        )
+    """The report's HTML for runs whose summaries were computed (`summarize_run`)."""
+    refuse_shared_names(runs)
     pipelines = [_pipeline_view(run, gate_results, history) for run in runs]
     ranked = sorted(
         (r for r in runs if r.summary["metrics"]["goodput_tps"]["value"] is not None),

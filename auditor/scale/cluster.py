@@ -21,7 +21,15 @@ from auditor.config import JudgeConfig, VLLMGeneratorConfig
 from auditor.errors import BackendUnavailable, BadInput
 from auditor.generate.vllm_offline import is_cpu_build
 
-__all__ = ["ACTOR_RETRIES", "LOCAL", "ActorPlan", "on_actors", "plan_actors", "ray_cluster"]
+__all__ = [
+    "ACTOR_RETRIES",
+    "LOCAL",
+    "ActorPlan",
+    "on_actors",
+    "plan_actors",
+    "ray_cluster",
+    "refuse_unreachable",
+]
 
 LOCAL = "local"  # `--ray` with no address: a cluster started for this command
 CONNECT_TIMEOUT_S = 10
@@ -58,7 +66,7 @@ def ray_cluster(address: str) -> Iterator[Any]:
         yield ray
         return
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no network at audit time
-    _refuse_unreachable(address)
+    refuse_unreachable(address)
     # Ray prints its workers' stdout on this process's sys.stdout: keep it off the terminal
     with contextlib.redirect_stdout(sys.stderr):
         try:
@@ -86,7 +94,7 @@ def ray_cluster(address: str) -> Iterator[Any]:
             ray.shutdown()
 
 
-def _refuse_unreachable(address: str) -> None:
+def refuse_unreachable(address: str) -> None:
     """A HOST:PORT nobody answers on: one line now (Ray itself retries for minutes)."""
     if address in (LOCAL, "auto"):
         return  # `auto` fails fast by itself when this machine joined no cluster

@@ -26,6 +26,7 @@ __all__ = [
     "Sources",
     "choose_sources",
     "import_answers",
+    "items_from_rows",
     "items_from_run",
     "read_answers",
     "refuse_other_answers",
@@ -67,19 +68,31 @@ def items_from_run(run_dir: Path) -> list[AnswerItem]:
     if not path.is_file():
         raise BadInput(f"{path}: missing; run `auditor run ... --out {run_dir}` first")
     read_run_manifest(run_dir)  # BadInput when corrupt or of another schema version
+    return items_from_rows(read_jsonl(path), path)
+
+
+def items_from_rows(rows: list[dict[str, Any]], source: Path) -> list[AnswerItem]:
+    """AnswerItems of records (records.jsonl rows); BadInput naming the record that lacks a
+    field a check needs."""
     items = []
-    for row in read_jsonl(path):
-        items.append(
-            AnswerItem(
-                id=str(row["id"]),
-                question=row["question"],
-                answer=row.get("answer") or "",
-                reference=row.get("reference"),
-                chunks=[(c["chunk_id"], c["text"]) for c in row.get("retrieved", [])],
-                error=row.get("error"),
-                contexts_returned=bool(row.get("contexts_returned", True)),
+    for number, row in enumerate(rows, start=1):
+        try:
+            items.append(
+                AnswerItem(
+                    id=str(row["id"]),
+                    question=str(row["question"]),
+                    answer=row.get("answer") or "",
+                    reference=row.get("reference"),
+                    chunks=[(c["chunk_id"], c["text"]) for c in row.get("retrieved") or []],
+                    error=row.get("error"),
+                    contexts_returned=bool(row.get("contexts_returned", True)),
+                )
             )
-        )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise BadInput(
+                f"{source}: record {number} lacks {exc} or has it in another shape; the file "
+                "was edited by hand? re-run into a new --out"
+            ) from exc
     return items
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "check_run",
     "import_answers",
     "items_from_run",
+    "refuse_unresumable",
 ]
 
 CHECKS = "checks.jsonl"
@@ -239,9 +240,7 @@ def check_run(
     cluster instead, one engine each (`auditor.scale`).
     """
     for out_dir, items in targets:
-        _refuse_other_sources(out_dir, items)
-        if kb_index is None and any(item.sources != "returned" for item in items):
-            raise BadInput(f"{out_dir}: checking against the knowledge base needs --index KB_DIR")
+        refuse_unresumable(out_dir, items, kb_index)
     pending = [(d, items) for d, items in targets if {i.id for i in items} - _checked_ids(d)]
     summaries: dict[Path, CheckSummary] = {}
     if pending and ray is not None:
@@ -298,6 +297,18 @@ def check_run(
     return [summaries[out_dir] for out_dir, _ in targets]
 
 
+def refuse_unresumable(out_dir: Path, items: list[AnswerItem], kb_index: Path | None) -> None:
+    """BadInput when checking `items` into `out_dir` cannot go on (read only, before any work):
+    stored checks made against other sources or another knowledge base, or the knowledge base
+    not given."""
+    _refuse_other_sources(out_dir, items)
+    uses_kb = any(item.sources != "returned" for item in items)
+    if kb_index is None and uses_kb:
+        raise BadInput(f"{out_dir}: checking against the knowledge base needs --index KB_DIR")
+    if kb_index is not None and uses_kb:
+        _refuse_other_kb(out_dir, kb_index)
+
+
 def _refuse_other_sources(out_dir: Path, items: list[AnswerItem]) -> None:
     """Stored checks made against other sources are not this check's: refuse to reuse them."""
     manifest_path = out_dir / CHECK_MANIFEST
@@ -311,6 +322,22 @@ def _refuse_other_sources(out_dir: Path, items: list[AnswerItem]) -> None:
             f"{manifest_path}: checks here were made against sources {'/'.join(previous)}, "
             f"not {'/'.join(wanted)}; remove {out_dir / CHECKS} to re-check, or check into "
             "another dir"
+        )
+
+
+def _refuse_other_kb(out_dir: Path, kb_index: Path) -> None:
+    """Checks made against another knowledge base (another index manifest) are not this
+    check's to resume: refuse, naming both."""
+    previous = (read_check_manifest(out_dir) or {}).get("kb")
+    if previous is None or not _checked_ids(out_dir):
+        return
+    current = kb_identity(kb_index, None)
+    if previous.get("manifest_sha256") != current["manifest_sha256"]:
+        raise BadInput(
+            f"{out_dir / CHECK_MANIFEST}: checks here were made against the knowledge base "
+            f"{previous.get('path')} (manifest {str(previous.get('manifest_sha256'))[:12]}), "
+            f"not {kb_index} (manifest {current['manifest_sha256'][:12]}); give that --index, "
+            f"or remove {out_dir / CHECKS} to re-check against this one"
         )
 
 
