@@ -23,6 +23,7 @@ from auditor.store import read_jsonl
 from auditor.testing import FakeEmbedder, FakeJudge
 from auditor.verify.check import AnswerItem, check_into, check_items
 from auditor.verify.pipeline import check_batch
+from tests.conftest import REPO
 
 WARRANTY = "The T9 thermostat warranty lasts 2 years from the delivery date."
 RETURNS = "Unopened thermostats can be returned within 30 days of delivery."
@@ -230,15 +231,33 @@ def test_an_address_nobody_answers_on_is_one_line(tmp_path: Path) -> None:
         assert not (tmp_path / "o" / "checks.jsonl").exists()
 
 
-def test_run_and_audit_refuse_a_bad_address_before_any_work(tmp_path: Path) -> None:
+def test_run_and_audit_refuse_a_bad_address_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Good questions, pipeline and index, an address nobody answers on: one line, nothing
+    written (the inputs are validated first, so a bad question file is named instead)."""
+    monkeypatch.setattr("auditor.ingest.embed.load_embedder", lambda config: FakeEmbedder())
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("The warranty lasts two years.")
+    index = tmp_path / "index"
+    assert (
+        CliRunner().invoke(cli, ["ingest", str(corpus), "--index", str(index), "-q"]).exit_code == 0
+    )
+    pipeline = tmp_path / "tiny.toml"
+    pipeline.write_text(
+        (REPO / "pipelines" / "qwen-0.5b-cpu.toml")
+        .read_text()
+        .replace('model = "all-MiniLM-L6-v2"', 'model = "fake-words"', 1)
+    )
     questions = tmp_path / "q.jsonl"
     questions.write_text(json.dumps({"id": "q1", "question": "Warranty?"}) + "\n")
-    common = ["--questions", str(questions), "--index", str(tmp_path / "index")]
+    common = ["--pipeline", str(pipeline), "--questions", str(questions), "--index", str(index)]
     for command in (
-        ["run", "--pipeline", "qwen-0.5b-cpu", *common, "--out", str(tmp_path / "run")],
-        ["audit", "--pipeline", "qwen-0.5b-cpu", *common, "--out", str(tmp_path / "audit")],
+        ["run", *common, "--out", str(tmp_path / "run")],
+        ["audit", *common, "--out", str(tmp_path / "audit")],
     ):
         result = CliRunner().invoke(cli, [*command, "--ray", "127.0.0.1:1"])
         assert result.exit_code == 2, result.output
         assert "--ray 127.0.0.1:1: no Ray head answers there" in result.stderr
-    assert not (tmp_path / "run" / "records.jsonl").exists()
+    assert not (tmp_path / "run").exists() and not (tmp_path / "audit").exists()

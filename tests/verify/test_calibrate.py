@@ -166,7 +166,7 @@ class _JudgeMustNotStart(FakeJudge):
             (),
             "the hallucinated answers all fall in one of the",
         ),
-    ],  # fmt: skip
+    ],
     ids=["too-few", "no-clean", "no-hallucinated", "one-question", "limit", "one-fold"],
 )
 def test_label_refusals_come_before_any_engine_and_write_nothing(
