@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -151,3 +152,27 @@ def test_calibrate_then_audit_end_to_end_with_real_engines(
     again = CliRunner().invoke(cli, [*args[:-7], "--calibration", str(cal), "-q"])
     assert again.exit_code == 0, again.output
     assert (run_dir / "checks.jsonl").read_text() == before
+
+    # whole-answer labels (no spans), the way most teams label: the same answers calibrated
+    # again (their checks by the real judge are reused: a labels file of the same answers
+    # resumes), then report --calibration renders and says why no claim rate is corrected
+    spanless, cal_spanless = tmp_path / "whole-answers.jsonl", tmp_path / "cal-whole-answers"
+    rows = [json.loads(line) for line in labels.read_text().splitlines()]
+    spanless.write_text("".join(json.dumps(r | {"spans": []}) + "\n" for r in rows))
+    shutil.copytree(cal, cal_spanless)
+    (cal_spanless / "calibration.json").unlink()
+    calibrated = CliRunner().invoke(
+        cli, ["calibrate", "--labels", str(spanless), "--out", str(cal_spanless), "-q"]
+    )
+    assert calibrated.exit_code == 0, calibrated.output
+    assert "no claim level (claim rates stay as judged)" in calibrated.output
+    whole = json.loads((cal_spanless / "calibration.json").read_text())
+    assert whole["claim_level"] is None and "carry no spans" in whole["claim_level_absent"]
+    assert whole["threshold"] == calibration["threshold"]  # the same verdicts, the same rule
+    assert (cal_spanless / "checks.jsonl").read_text() == (cal / "checks.jsonl").read_text()
+    done = CliRunner().invoke(
+        cli, ["report", str(run_dir), "--calibration", str(cal_spanless), "--history", str(db)]
+    )
+    assert done.exit_code == 0, done.output
+    html = (run_dir / "report.html").read_text()
+    assert "no claim rate is corrected: the hallucinated answers carry no spans" in html
