@@ -20,6 +20,7 @@ from auditor.gates import Gate, GateResult, evaluate_gates
 from auditor.history import check_history, list_audits, record_audit
 from auditor.report import refuse_shared_names, render_report
 from auditor.results import SUMMARY, RunArtifacts, load_run, summarize_run
+from auditor.review import ReviewLabel, assign_labels
 from auditor.run import RunCallbacks, plan_run, run_pipeline
 from auditor.scale.generation import cluster_generators
 from auditor.verify.answers import choose_sources
@@ -48,6 +49,8 @@ def finish_audit(
     history_path: Path | None = None,
     record: bool = False,
     calibration: Calibration | None = None,
+    labels: list[ReviewLabel] | None = None,
+    labels_path: Path | None = None,
 ) -> AuditOutcome:
     """Summaries, gates, history and the HTML report for run dirs that were run and checked.
 
@@ -58,8 +61,9 @@ def finish_audit(
     refuse_shared_names(runs)
     if history_path is not None:
         check_history(history_path)
+    by_pipeline = assign_labels(labels, runs, labels_path or Path("labels")) if labels else {}
     for run in runs:
-        summarize_run(run, calibration)
+        summarize_run(run, calibration, by_pipeline.get(run.name))
     results = evaluate_gates(gates, {run.name: run.summary for run in runs})
     for run in runs:
         write_json_atomic(run.run_dir / SUMMARY, run.summary)
@@ -125,6 +129,8 @@ def run_audit(
     embed: Callable[[list[str]], Any] | None = None,
     generator_factory: Callable[..., Any] | None = None,
     calibration: Calibration | None = None,
+    labels: list[ReviewLabel] | None = None,
+    labels_path: Path | None = None,
     sources: str = "auto",
     ray: str | None = None,
     ray_actors: int | None = None,
@@ -175,5 +181,12 @@ def run_audit(
         )
     on_stage("summaries, gates and report")
     return finish_audit(
-        run_dirs, out_dir / "report.html", gates, history_path, record=True, calibration=calibration
+        run_dirs,
+        out_dir / "report.html",
+        gates,
+        history_path,
+        record=True,
+        calibration=calibration,
+        labels=labels,
+        labels_path=labels_path,
     )

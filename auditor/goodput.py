@@ -22,7 +22,7 @@ import numpy as np
 from auditor.calibration import JudgeAccuracy, rogan_gladen
 from auditor.config import ALL_JUDGE_METRICS, GoodputConfig, SLOConfig
 
-__all__ = ["METRICS", "RequestRow", "request_rows", "sample_figures", "summarize"]
+__all__ = ["METRICS", "REVIEWED", "RequestRow", "request_rows", "sample_figures", "summarize"]
 
 SUMMARY_SCHEMA_VERSION = 1
 
@@ -56,7 +56,11 @@ METRICS: dict[str, tuple[str, bool]] = {
     "hallucination_rate_corrected": ("", False),
     "quality_weight_corrected": ("", True),
     "goodput_tps_corrected": ("tok/s", True),
+    # with people's labels on a random sample (report --labels): the rate is theirs
+    "reviewed_hallucination_rate": ("", False),
+    "goodput_tps_reviewed": ("tok/s", True),
 }
+REVIEWED = ("reviewed_hallucination_rate", "goodput_tps_reviewed")
 CORRECTED = ("hallucination_rate_corrected", "quality_weight_corrected", "goodput_tps_corrected")
 
 

@@ -17,6 +17,8 @@ from auditor.config import GoodputConfig, PipelineConfig, SLOConfig, format_vali
 from auditor.errors import BadInput
 from auditor.files import utc_now
 from auditor.goodput import summarize
+from auditor.review import ReviewLabel, read_review
+from auditor.reviewed import review_summary
 from auditor.store import MANIFEST, read_check_manifest, read_jsonl, read_run_manifest
 from auditor.versions import package_versions
 
@@ -94,7 +96,11 @@ def load_run(run_dir: Path) -> RunArtifacts:
     )
 
 
-def summarize_run(run: RunArtifacts, calibration: Calibration | None = None) -> dict[str, Any]:
+def summarize_run(
+    run: RunArtifacts,
+    calibration: Calibration | None = None,
+    labels: list[ReviewLabel] | None = None,
+) -> dict[str, Any]:
     """Compute the run's summary (deterministic: seeded bootstrap) into `run.summary`; nothing
     is written, so a command can refuse any of its runs before it writes one.
 
@@ -118,5 +124,31 @@ def summarize_run(run: RunArtifacts, calibration: Calibration | None = None) -> 
         "judge": (run.check_manifest or {}).get("judge", {}).get("identity"),
         "judge_sha256": run.judge_sha256,
     }
+    summary["reviewed"] = None
+    if labels:
+        judge = (run.check_manifest or {}).get("judge", {}).get("config", {})
+        tps = summary["metrics"]["tps"]["value"]
+        reviewed = review_summary(
+            labels, run.checks, float(judge.get("support_threshold", 0.5)), tps, _sample(run)
+        )
+        summary["reviewed"] = reviewed
+        rate = reviewed["answer_rate"]
+        summary["metrics"]["reviewed_hallucination_rate"] |= {
+            "value": rate["value"],
+            "ci95": [rate["low"], rate["high"]],
+        }
+        if reviewed["goodput_tps"] is not None:
+            summary["metrics"]["goodput_tps_reviewed"] |= {
+                "value": reviewed["goodput_tps"],
+                "ci95": reviewed["goodput_tps_interval"],
+            }
     run.summary = summary
     return summary
+
+
+def _sample(run: RunArtifacts) -> dict[str, Any] | None:
+    """Where the review sample came from (review.json), without its list of ids."""
+    review = read_review(run.run_dir)
+    if review is None:
+        return None
+    return {k: review[k] for k in ("method", "seed", "size", "population", "created_at")}

@@ -17,6 +17,7 @@ from auditor.cli.config_cmd import config
 from auditor.cli.ingest import ingest
 from auditor.cli.models_cmd import models
 from auditor.cli.report_cmd import baseline, history, report
+from auditor.cli.review_cmd import review
 from auditor.cli.run_cmd import run
 from auditor.cli.search import search
 from auditor.cli.terminal import TerminalHandler, set_verbosity, terminal
@@ -72,6 +73,7 @@ for _command in (
     run,
     check,
     calibrate,
+    review,
     report,
     audit,
     history,

@@ -12,7 +12,9 @@ from auditor.cli.options import (
     check_ray_option,
     index_option,
     judge_option,
+    labels_option,
     load_calibration_option,
+    load_labels_option,
     questions_option,
     ray_options,
     sources_option,
@@ -61,6 +63,7 @@ __all__ = ["audit"]
 @gate_option
 @history_option
 @calibration_option("audit")
+@labels_option
 @ray_options("audit")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def audit(
@@ -75,6 +78,7 @@ def audit(
     gate_texts: tuple[str, ...],
     history_path: Path | None,
     calibration_name: str | None,
+    labels_path: Path | None,
     ray: str | None,
     ray_actors: int | None,
     quiet: bool,
@@ -92,6 +96,7 @@ def audit(
     calibration = load_calibration_option(calibration_name)
     if calibration is not None:  # another judge's calibration fails before any engine starts
         judge_config = calibration.judge_config(judge_config, flag="--judge-set")
+    labels = load_labels_option(labels_path)
     # every input is validated before a file is written or an engine started
     plan_audit(configs, questions_path, index_dir, out_dir, limit, _history_path(history_path))
     check_ray_option(ray)
@@ -115,6 +120,8 @@ def audit(
             on_check_batch=display.advance,
             on_check_calls=display.step,
             calibration=calibration,
+            labels=labels,
+            labels_path=labels_path,
             sources=sources,
             ray=ray,
             ray_actors=ray_actors,

@@ -18,6 +18,7 @@ from auditor.config import (
     validate_pipeline,
 )
 from auditor.errors import BackendUnavailable
+from auditor.review import read_review_labels
 from auditor.scale.cluster import LOCAL, refuse_unreachable
 from auditor.verify.answers import SOURCE_CHOICES
 
@@ -27,7 +28,9 @@ __all__ = [
     "index_option",
     "judge_option",
     "judge_options",
+    "labels_option",
     "load_calibration_option",
+    "load_labels_option",
     "pipeline_options",
     "questions_option",
     "ray_options",
@@ -187,6 +190,24 @@ def ray_options(command: Literal["run", "check", "audit"]) -> Callable[[F], F]:
         )(func)
 
     return decorate
+
+
+labels_option = click.option(
+    "--labels",
+    "labels_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="People's labels of a random sample of the answers (JSONL: id, hallucinated, "
+    "pipeline?, claims?, note?; the report's review page downloads them): the reviewed "
+    "hallucination rate with its 95 % interval joins each labelled pipeline's figures.",
+)
+
+
+def load_labels_option(given: Path | None) -> Any:
+    """The labels `--labels` names (None without them); BadInput in one line."""
+    if given is None:
+        return None
+    return read_review_labels(given)
 
 
 def check_ray_option(address: str | None) -> None:

@@ -11,7 +11,12 @@ from typing import Any
 import click
 
 from auditor.audit import finish_audit
-from auditor.cli.options import calibration_option, load_calibration_option
+from auditor.cli.options import (
+    calibration_option,
+    labels_option,
+    load_calibration_option,
+    load_labels_option,
+)
 from auditor.gates import parse_gate
 from auditor.history import accept_baseline, default_history_path, list_audits
 
@@ -54,6 +59,7 @@ def format_table(runs: Sequence[Any]) -> str:
     goodput beside the judged ones, and the calibration's domain under the table, when a
     calibration was given)."""
     calibrated = any(run.summary.get("calibration") for run in runs)
+    reviewed = any(run.summary.get("reviewed") for run in runs)
     header: tuple[str, ...] = (
         "pipeline",
         "tok/s",
@@ -63,6 +69,7 @@ def format_table(runs: Sequence[Any]) -> str:
         "ctx precision",
         "goodput tok/s",
         *(("corrected",) if calibrated else ()),
+        *(("reviewed halluc. answers", "goodput reviewed") if reviewed else ()),
         "SLO goodput req/s",
     )
     rows = [header]
@@ -90,6 +97,7 @@ def format_table(runs: Sequence[Any]) -> str:
                 shown("context_precision", ".2f"),
                 shown("goodput_tps", ".1f"),
                 *((shown("goodput_tps_corrected", ".1f"),) if calibrated else ()),
+                *(_reviewed_cells(s) if reviewed else ()),
                 shown("slo_goodput_rps", ".3f"),
             )
         )
@@ -109,6 +117,20 @@ def format_table(runs: Sequence[Any]) -> str:
     return (
         table
         + f"\ncorrected with calibration {calibration.get('name') or calibration['path']} ({_domain(calibration)})"
+    )
+
+
+def _reviewed_cells(summary: dict[str, Any]) -> tuple[str, str]:
+    """The reviewed answer rate with its interval and the number of labels behind it, and the
+    goodput from the reviewed rate (n/a where the pipeline has no labels)."""
+    review = summary.get("reviewed")
+    if not review:
+        return "no labels", "n/a"
+    rate = review["answer_rate"]
+    goodput = review.get("goodput_tps")
+    return (
+        f"{rate['value']:.1%} ({rate['low']:.0%}-{rate['high']:.0%}, n={review['labels']})",
+        "not measured" if goodput is None else f"{goodput:.1f}",
     )
 
 
@@ -141,6 +163,7 @@ def echo_outcome(outcome: Any) -> None:
 @gate_option
 @history_option
 @calibration_option("report")
+@labels_option
 @click.option(
     "--record", is_flag=True, help="Also record these runs in the audit history (as an audit does)."
 )
@@ -150,6 +173,7 @@ def report(
     gate_texts: tuple[str, ...],
     history_path: Path | None,
     calibration_name: str | None,
+    labels_path: Path | None,
     record: bool,
 ) -> None:
     """Render one self-contained HTML report from run dirs (no engine needed).
@@ -160,9 +184,17 @@ def report(
 
     gates = [parse_gate(text) for text in gate_texts]
     calibration = load_calibration_option(calibration_name)
+    labels = load_labels_option(labels_path)
     target = out_path or run_dirs[0] / "report.html"
     outcome = finish_audit(
-        list(run_dirs), target, gates, _history_path(history_path), record, calibration
+        list(run_dirs),
+        target,
+        gates,
+        _history_path(history_path),
+        record,
+        calibration,
+        labels=labels,
+        labels_path=labels_path,
     )
     echo_outcome(outcome)
 

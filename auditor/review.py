@@ -1,0 +1,230 @@
+"""People's review of a run: the random sample to review (`review.json`) and their labels.
+
+`auditor review RUN_DIR --sample N --seed S` picks N of the run's checked answers uniformly at
+random: a seeded permutation of the answer ids, of which the sample is the first N. The same
+seed gives the same sample, and a larger N extends it (the first N stay in). Each answer's
+inclusion probability (N / answers) is recorded, so the rates can weight it.
+
+Labels (`report --labels`, `calibrate --labels`): one JSON object per line with `id`,
+`hallucinated` (true/false), optional `pipeline` (required when a report has several runs),
+`claims` (per claim of the check, in order: `{"index": K, "judge_right": true|false}`),
+`spans`, `note`, and `fingerprint` (written by the report's review page: the run it was
+reviewed on). Labels with no `review.json` beside the run count as a uniform random sample.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from auditor.errors import BadInput
+from auditor.files import utc_now, write_json_atomic
+from auditor.jsonl import iter_objects, unique_id
+from auditor.store import read_json_artifact
+
+__all__ = [
+    "REVIEW",
+    "ClaimMark",
+    "ReviewLabel",
+    "ReviewSample",
+    "choose_sample",
+    "read_review",
+    "read_review_labels",
+    "run_fingerprint",
+    "write_review",
+]
+
+REVIEW = "review.json"
+REVIEW_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ClaimMark:
+    """A reviewer's word on one of the judge's claim verdicts."""
+
+    index: int
+    judge_right: bool
+
+
+@dataclass(frozen=True)
+class ReviewLabel:
+    """A person's label of one answer."""
+
+    id: str
+    hallucinated: bool
+    pipeline: str | None = None
+    claims: tuple[ClaimMark, ...] = ()
+    note: str = ""
+    fingerprint: str | None = None
+    where: str = ""  # file:line, for messages
+
+
+@dataclass
+class ReviewSample:
+    """The answers of one run chosen for review, in the order they were drawn."""
+
+    seed: int
+    population: list[str]  # every checked answer's id
+    order: list[str]  # the seeded permutation of `population`
+    size: int
+    fingerprint: str
+    created_at: str = field(default_factory=utc_now)
+
+    @property
+    def sample(self) -> list[str]:
+        return self.order[: self.size]
+
+    @property
+    def inclusion_probability(self) -> float:
+        return self.size / len(self.population) if self.population else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        probability = round(self.inclusion_probability, 6)
+        return {
+            "schema_version": REVIEW_SCHEMA_VERSION,
+            "method": "uniform",
+            "seed": self.seed,
+            "size": self.size,
+            "population": len(self.population),
+            "fingerprint": self.fingerprint,
+            "created_at": self.created_at,
+            "sample": [{"id": i, "inclusion_probability": probability} for i in self.sample],
+        }
+
+
+def run_fingerprint(manifest: dict[str, Any]) -> str:
+    """A short id of a run: what its review page writes into every label, so labels exported
+    from another run's page are recognised."""
+    keys = ("run_id", "started_at", "kind")
+    basis = {k: manifest.get(k) for k in keys} | {
+        "pipeline": manifest.get("pipeline", {}).get("sha256"),
+        "questions": manifest.get("questions", {}).get("sha256"),
+        "source": manifest.get("source", {}).get("sha256"),
+    }
+    encoded = json.dumps(basis, sort_keys=True).encode()
+    return hashlib.sha256(encoded).hexdigest()[:16]
+
+
+def choose_sample(population: list[str], size: int, seed: int, fingerprint: str) -> ReviewSample:
+    """`size` answers drawn uniformly at random: the first of a permutation seeded by `seed`
+    (sorted ids first, so the order of the records does not matter)."""
+    ids = sorted(population)
+    order = [ids[k] for k in np.random.default_rng(seed).permutation(len(ids))]
+    return ReviewSample(seed, ids, order, min(size, len(ids)), fingerprint)
+
+
+def read_review(run_dir: Path) -> dict[str, Any] | None:
+    """A run's review.json (None without one); BadInput when damaged."""
+    data = read_json_artifact(
+        run_dir / REVIEW, "review sample", f"remove it and run `auditor review {run_dir}` again"
+    )
+    if data is not None and data.get("schema_version") != REVIEW_SCHEMA_VERSION:
+        raise BadInput(f"{run_dir / REVIEW}: not a review sample of this auditor (schema)")
+    return data
+
+
+def write_review(run_dir: Path, sample: ReviewSample, earlier: dict[str, Any] | None) -> None:
+    """Write review.json; an earlier sample keeps its creation time."""
+    if earlier is not None:
+        sample.created_at = str(earlier.get("created_at") or sample.created_at)
+    write_json_atomic(run_dir / REVIEW, sample.to_json())
+
+
+def _claim_marks(where: str, value: Any) -> tuple[ClaimMark, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise BadInput(f'{where}: "claims" must be a list of {{"index": K, "judge_right": bool}}')
+    marks = []
+    for mark in value:
+        index = mark.get("index") if isinstance(mark, dict) else None
+        right = mark.get("judge_right") if isinstance(mark, dict) else None
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise BadInput(f'{where}: each of "claims" needs "index", a claim number from 0')
+        if not isinstance(right, bool):
+            raise BadInput(f'{where}: each of "claims" needs "judge_right": true or false')
+        marks.append(ClaimMark(index, right))
+    return tuple(marks)
+
+
+def read_review_labels(path: Path) -> list[ReviewLabel]:
+    """Every label of a labels file; BadInput naming file and line on the first bad one. An
+    id may appear once per pipeline (a duplicate with the same label is kept once; with
+    another label it is refused, naming both lines)."""
+    labels: dict[tuple[str | None, str], ReviewLabel] = {}
+    for where, data in iter_objects(path, "id and hallucinated"):
+        ident = unique_id(where, data.get("id"), {})
+        hallucinated = data.get("hallucinated")
+        if not isinstance(hallucinated, bool):
+            raise BadInput(f'{where}: "hallucinated" must be true or false')
+        pipeline = data.get("pipeline")
+        if pipeline is not None and (not isinstance(pipeline, str) or not pipeline.strip()):
+            raise BadInput(f'{where}: "pipeline" must be a pipeline name when present')
+        note = data.get("note") or ""
+        if not isinstance(note, str):
+            raise BadInput(f'{where}: "note" must be a string when present')
+        fingerprint = data.get("fingerprint")
+        if fingerprint is not None and not isinstance(fingerprint, str):
+            raise BadInput(f'{where}: "fingerprint" must be a string when present')
+        label = ReviewLabel(
+            ident, hallucinated, pipeline, _claim_marks(where, data.get("claims")), note,
+            fingerprint, where,
+        )  # fmt: skip
+        key = (pipeline, ident)
+        if key in labels:
+            first = labels[key]
+            if first.hallucinated != label.hallucinated or first.claims != label.claims:
+                raise BadInput(
+                    f"{where}: answer {ident!r} labelled again, differently (first on "
+                    f"{first.where.rsplit(':', 1)[1] and 'line ' + first.where.rsplit(':', 1)[1]});"
+                    " keep one label per answer"
+                )
+            continue
+        labels[key] = label
+    if not labels:
+        raise BadInput(f"{path}: no labels; one JSON object per line with id and hallucinated")
+    return list(labels.values())
+
+
+def assign_labels(
+    labels: list[ReviewLabel], runs: list[Any], source: Path
+) -> dict[str, list[ReviewLabel]]:
+    """{pipeline name: its labels}, every label matched to a run of the report; BadInput in one
+    line for a label without `pipeline` when the report has several runs, a pipeline not in
+    the report, an id not among the run's checked answers, or a label from another run's
+    review page (its fingerprint)."""
+    by_name = {run.name: run for run in runs}
+    assigned: dict[str, list[ReviewLabel]] = {name: [] for name in by_name}
+    for label in labels:
+        name = label.pipeline
+        if name is None:
+            if len(runs) > 1:
+                raise BadInput(
+                    f'{label.where}: no "pipeline", and the report has {len(runs)} runs '
+                    f"({', '.join(by_name)}); add the pipeline to each label"
+                )
+            name = runs[0].name
+        if name not in by_name:
+            raise BadInput(
+                f"{label.where}: pipeline {name!r} is not in this report "
+                f"({', '.join(by_name)}); give its run dir, or drop its labels"
+            )
+        run = by_name[name]
+        if label.id not in {str(row["id"]) for row in run.checks}:
+            raise BadInput(
+                f"{label.where}: answer {label.id!r} is not among the checked answers of "
+                f"{run.run_dir}; labels from another run?"
+            )
+        if label.fingerprint is not None and label.fingerprint != run_fingerprint(run.manifest):
+            raise BadInput(
+                f"{label.where}: labelled on the review page of another run (fingerprint "
+                f"{label.fingerprint}, {run.run_dir} is {run_fingerprint(run.manifest)}); "
+                "label this run's answers on its own report"
+            )
+        assigned[name].append(label)
+    return {name: found for name, found in assigned.items() if found}
