@@ -18,8 +18,11 @@ import numpy as np
 
 from auditor.goodput import RequestRow, request_rows, sample_figures
 from auditor.results import RunArtifacts, pipeline_settings
+from auditor.reviewed import reviewed_difference
+from auditor.verify.base import Claim
+from auditor.verify.claims import flagged_at
 
-__all__ = ["PairedDifference", "compare_pair", "headline"]
+__all__ = ["PairedDifference", "compare_pair", "compare_reviewed", "headline", "reviewed_headline"]
 
 Z_ALPHA, Z_POWER = 1.959964, 0.841621  # 5 % two-sided; 80 % power
 
@@ -35,6 +38,8 @@ class PairedDifference:
     value_b: float | None
     interval: tuple[float, float] | None  # of the difference
     questions: int
+    labels: int | None = None  # reviewed figures: the questions people labelled in both
+    method: str | None = None  # reviewed figures: how the interval was made
 
     @property
     def difference(self) -> float | None:
@@ -115,3 +120,62 @@ def headline(pair: PairedDifference) -> str | None:
     needed = pair.questions_needed
     more = f"; about {needed} questions would at these rates" if needed else ""
     return sentence + f"this audit cannot tell them apart{more}."
+
+
+def _judge_flags(run: RunArtifacts) -> dict[str, bool]:
+    threshold = float(
+        ((run.check_manifest or {}).get("judge", {}).get("config", {})).get(
+            "support_threshold", 0.5
+        )
+    )
+    return {
+        str(row["id"]): flagged_at([Claim.from_json(c) for c in row["claims"]], threshold)
+        for row in run.checks
+    }
+
+
+def compare_reviewed(a: RunArtifacts, b: RunArtifacts) -> PairedDifference | None:
+    """The paired difference of two runs' reviewed answer rates, over the questions people
+    labelled in both, narrowed by the judge's flags on every question both answered (None
+    when no question was labelled in both)."""
+    labels_a = {label.id: label.hallucinated for label in a.labels}
+    labels_b = {label.id: label.hallucinated for label in b.labels}
+    flags_a, flags_b = _judge_flags(a), _judge_flags(b)
+    both = sorted(set(labels_a) & set(labels_b) & set(flags_a) & set(flags_b))
+    shared = sorted(set(flags_a) & set(flags_b))
+    if not both:
+        return None
+    value, low, high, method = reviewed_difference(
+        [float(labels_a[i]) - float(labels_b[i]) for i in both],
+        [float(flags_a[i]) - float(flags_b[i]) for i in both],
+        [float(flags_a[i]) - float(flags_b[i]) for i in shared],
+    )
+    rate_a = a.summary["reviewed"]["answer_rate"]["value"]
+    return PairedDifference(
+        "reviewed_hallucination_rate",
+        a.name,
+        b.name,
+        rate_a,
+        rate_a - value,  # so that `difference` is the paired estimate
+        (low, high),
+        len(shared),
+        labels=len(both),
+        method=method,
+    )
+
+
+def reviewed_headline(pair: PairedDifference) -> str | None:
+    """One plain sentence on the reviewed rates of the two best pipelines, by people's
+    labels: which hallucinates in fewer answers, and whether the review tells them apart."""
+    if pair.difference is None or pair.interval is None or pair.labels is None:
+        return None
+    low, high = pair.interval
+    fewer, more = (pair.a, pair.b) if pair.difference <= 0 else (pair.b, pair.a)
+    sentence = (
+        f"By people's review, {fewer} hallucinates in fewer answers than {more}: "
+        f"{pair.a} minus {pair.b} {pair.difference:+.1%} (95 % CI {low:+.1%} to {high:+.1%}, "
+        f"{pair.labels} questions labelled in both); "
+    )
+    if pair.distinguishable:
+        return sentence + "the review tells them apart."
+    return sentence + "the review cannot tell them apart; label more questions in both."

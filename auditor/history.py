@@ -53,13 +53,15 @@ CREATE INDEX IF NOT EXISTS audits_pipeline ON audits (pipeline, recorded_at);
 """
 
 # the figures a trend shows and regressions are looked for in (corrected ones are None for an
-# audit that no calibration applied to, and then skipped)
+# audit that no calibration applied to, reviewed ones for an audit nobody reviewed: skipped)
 KEY_METRICS = (
     "tps",
     "goodput_tps",
     "goodput_tps_corrected",
     "hallucination_rate",
     "hallucination_rate_corrected",
+    "reviewed_hallucination_rate",
+    "goodput_tps_reviewed",
     "context_precision",
     "ttft_p95_ms",
     "slo_goodput_rps",

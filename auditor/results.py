@@ -43,6 +43,7 @@ class RunArtifacts:
     checks: list[dict[str, Any]]
     check_manifest: dict[str, Any] | None
     summary: dict[str, Any] = field(default_factory=dict)
+    labels: list[ReviewLabel] = field(default_factory=list)  # people's, with --labels
 
     @property
     def name(self) -> str:
@@ -125,6 +126,7 @@ def summarize_run(
         "judge_sha256": run.judge_sha256,
     }
     summary["reviewed"] = None
+    run.labels = list(labels or [])
     if labels:
         judge = (run.check_manifest or {}).get("judge", {}).get("config", {})
         tps = summary["metrics"]["tps"]["value"]

@@ -227,3 +227,35 @@ def _claim_rate(
 
 def _claim_flag(claim: Any, threshold: float) -> bool:
     return flagged_at([claim], threshold)
+
+
+def reviewed_difference(
+    differences: Sequence[float],
+    labelled_predictions: Sequence[float],
+    all_predictions: Sequence[float],
+) -> tuple[float, float, float, str]:
+    """A paired difference of two pipelines' reviewed rates over the questions people
+    labelled in both: the mean of (label a - label b), narrowed by the judges' (flag a -
+    flag b) on every question both answered (PPI++ as for one rate). (value, low, high,
+    method)."""
+    n, population = len(differences), len(all_predictions)
+    y = np.asarray(differences, dtype=float)
+    mean = float(y.mean()) if n else 0.0
+    sd = float(y.std(ddof=1)) if n > 1 else 1.0
+    correction = math.sqrt((population - n) / (population - 1)) if population > 1 else 0.0
+    if n >= population or n / population >= FINITE_SHARE:
+        half = Z95 * sd / math.sqrt(n) * correction
+        return mean, mean - half, mean + half, "labels (finite population)"
+    half = Z95 * sd / math.sqrt(max(n, 1))
+    alone = (mean, mean - half, mean + half, "labels (normal)")
+    yhat = np.asarray(labelled_predictions, dtype=float)
+    everyone = np.asarray(all_predictions, dtype=float)
+    if n < MIN_FOR_PPI or (np.ptp(yhat) == 0 and np.ptp(everyone) == 0) or np.ptp(y) == 0:
+        return alone
+    from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
+
+    value = float(ppi_mean_pointestimate(y, yhat, everyone)[0])
+    low, high = (float(v[0]) for v in ppi_mean_ci(y, yhat, everyone, alpha=0.05))
+    if high - low >= alone[2] - alone[1]:
+        return alone
+    return value, low, high, "ppi++"

@@ -134,6 +134,13 @@ def _reviewed_cells(summary: dict[str, Any]) -> tuple[str, str]:
     )
 
 
+def _reviewed_cell(summary: dict[str, Any]) -> str:
+    review = summary.get("reviewed")
+    if not review:
+        return "-"
+    return f"{review['answer_rate']['value']:.1%} ({review['labels']})"
+
+
 def _domain(calibration: dict[str, Any]) -> str:
     """Where a calibration's labels come from, as a summary records it."""
     return str(calibration.get("domain") or f"labels {calibration['labels'].get('path')}")
@@ -240,7 +247,7 @@ def history(history_path: Path | None, pipeline: str | None, as_json: bool) -> N
 
     click.echo(
         f"{'id':>4}  {'recorded (UTC)':<20} {'pipeline':<18} {'tok/s':>8} {'halluc.':>8} "
-        f"{'corr.':>8} {'goodput':>8} {'corr.':>8} {'gates':>5}  run dir"
+        f"{'corr.':>8} {'goodput':>8} {'corr.':>8} {'reviewed (n)':>14} {'gates':>5}  run dir"
     )
     for r in rows:
         gates = "-" if r.gates_passed is None else ("pass" if r.gates_passed else "FAIL")
@@ -249,7 +256,8 @@ def history(history_path: Path | None, pipeline: str | None, as_json: bool) -> N
             f"{cell(r.value('tps'), '.1f'):>8} {cell(r.value('hallucination_rate'), '.1%'):>8} "
             f"{cell(r.value('hallucination_rate_corrected'), '.1%'):>8} "
             f"{cell(r.value('goodput_tps'), '.1f'):>8} "
-            f"{cell(r.value('goodput_tps_corrected'), '.1f'):>8} {gates:>5}  {r.run_dir}"
+            f"{cell(r.value('goodput_tps_corrected'), '.1f'):>8} {_reviewed_cell(r.summary):>14} "
+            f"{gates:>5}  {r.run_dir}"
         )
 
 
