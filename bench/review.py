@@ -1,0 +1,171 @@
+"""Reviewed rates on real labelled answers: how wide, and how often right, per way of using
+a review of N answers, over many random reviews of one stored check run.
+
+    .venv/bin/python bench/review.py RUN_DIR [--data dev.jsonl] [--sizes 20 40 60]
+        [--reviews 1000] [--name NAME]
+
+RUN_DIR is a check run of labelled answers (`bench/agreement.py --out RUN_DIR`, e.g. the 150
+RAGTruth QA dev answers); the truth is the share of its answers people labelled hallucinated.
+For each review size N, `--reviews` random reviews, each arm's 95 % interval; per arm the
+coverage (share of reviews whose interval holds the truth) and the mean width:
+- labels alone (Wilson; with the finite-population correction from half the answers on);
+- PPI++ with the judge's verdict (the product's `reviewed_rate`), and with its answer score;
+- PPI++ with a sample stratified by the verdict (half the reviews among flagged answers,
+  weighted by inverse inclusion probability);
+- active: answers the judge is least sure of more likely picked (Poisson sampling, inclusion
+  probability proportional to sqrt(s (1 - s)) of the answer score s, floored at 0.2 of the
+  mean), weighted by inverse inclusion probability (Zrnic and Candes 2024);
+- Rogan-Gladen: the judged rate of all answers corrected with the judge's sensitivity and
+  specificity measured on the review (the `--calibration` arithmetic with in-audit labels).
+Writes bench/results/NAME.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.py` finds bench.*
+
+from auditor.calibration import JudgeAccuracy, corrected_rate_interval
+from auditor.reviewed import labels_only_interval, reviewed_rate
+from auditor.store import read_check_manifest, read_jsonl
+from auditor.verify.base import Claim
+from auditor.verify.claims import flagged_at, ranking_score
+from bench.agreement import DEV
+from bench.harness import write_result
+
+Arm = Callable[[np.random.Generator, int], tuple[float, float]]
+
+
+def load(run_dir: Path, data: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(people's label, the judge's flag, the judge's score of being hallucinated) of every
+    checked answer with a label."""
+    gold = {str(r["id"]): bool(r["hallucinated"]) for r in read_jsonl(data)}
+    threshold = float(read_check_manifest(run_dir)["judge"]["config"]["support_threshold"])  # type: ignore[index]
+    labels, flags, scores = [], [], []
+    for row in read_jsonl(run_dir / "checks.jsonl"):
+        if str(row["id"]) not in gold:
+            continue
+        claims = [Claim.from_json(c) for c in row["claims"]]
+        labels.append(gold[str(row["id"])])
+        flags.append(float(flagged_at(claims, threshold)))
+        scores.append(1.0 - ranking_score(claims))
+    return np.array(labels, dtype=float), np.array(flags), np.array(scores)
+
+
+def arms(y: np.ndarray, flag: np.ndarray, score: np.ndarray) -> dict[str, Arm]:
+    total = len(y)
+
+    def alone(rng: np.random.Generator, n: int) -> tuple[float, float]:
+        picked = rng.choice(total, n, replace=False)
+        return labels_only_interval(int(y[picked].sum()), n, total)
+
+    def ppi(predictions: np.ndarray) -> Arm:
+        def arm(rng: np.random.Generator, n: int) -> tuple[float, float]:
+            picked = rng.choice(total, n, replace=False)
+            rate = reviewed_rate(y[picked].tolist(), predictions[picked].tolist(), predictions)
+            return rate.low, rate.high
+
+        return arm
+
+    def weighted(
+        rng: np.random.Generator, picked: np.ndarray, pi: np.ndarray
+    ) -> tuple[float, float]:
+        from ppi_py import ppi_mean_ci
+
+        if len(picked) < 2 or np.ptp(y[picked]) == 0:
+            return labels_only_interval(int(y[picked].sum()), len(picked), total)
+        low, high = ppi_mean_ci(y[picked], flag[picked], flag, alpha=0.05, w=1.0 / pi[picked])
+        return max(0.0, float(low[0])), min(1.0, float(high[0]))
+
+    def stratified(rng: np.random.Generator, n: int) -> tuple[float, float]:
+        flagged, passed = np.flatnonzero(flag == 1), np.flatnonzero(flag == 0)
+        k = min(len(flagged), n // 2)
+        picked = np.concatenate(
+            [rng.choice(flagged, k, replace=False), rng.choice(passed, n - k, replace=False)]
+        )
+        pi = np.where(flag == 1, k / max(1, len(flagged)), (n - k) / max(1, len(passed)))
+        return weighted(rng, picked, pi)
+
+    def active(rng: np.random.Generator, n: int) -> tuple[float, float]:
+        doubt = np.sqrt(score * (1 - score))
+        doubt = np.maximum(doubt, 0.2 * doubt.mean() + 1e-9)
+        pi = np.minimum(1.0, n * doubt / doubt.sum())
+        picked = np.flatnonzero(rng.random(total) < pi)
+        return weighted(rng, picked, pi)
+
+    def rogan_gladen_arm(rng: np.random.Generator, n: int) -> tuple[float, float]:
+        picked = rng.choice(total, n, replace=False)
+        g, f = y[picked] == 1, flag[picked] == 1
+        accuracy = JudgeAccuracy(
+            int((g & f).sum()), int(g.sum()), int((~g & ~f).sum()), int((~g).sum())
+        )
+        interval = corrected_rate_interval(int(flag.sum()), total, accuracy, rounds=400)
+        return interval if interval is not None else (0.0, 1.0)
+
+    return {
+        "labels alone (Wilson)": alone,
+        "PPI++ with the verdict": ppi(flag),
+        "PPI++ with the answer score": ppi(score),
+        "PPI++, sample stratified by the verdict": stratified,
+        "active (inverse-probability weighted PPI++)": active,
+        "Rogan-Gladen, se/sp from the review": rogan_gladen_arm,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--data", type=Path, default=DEV)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[20, 40, 60])
+    parser.add_argument("--reviews", type=int, default=1000)
+    parser.add_argument("--name", default="review-ragtruth-qa")
+    args = parser.parse_args()
+    y, flag, score = load(args.run_dir, args.data)
+    truth = float(y.mean())
+    judged = float(flag.mean())
+    print(
+        f"{len(y)} answers, true rate {truth:.3f}, judged {judged:.3f} (not a review: the judge's)"
+    )
+    figures: dict[str, Any] = {"answers": len(y), "true_rate": truth, "judged_rate": judged}
+    for n in args.sizes:
+        row: dict[str, Any] = {}
+        for name, arm in arms(y, flag, score).items():
+            rng = np.random.default_rng(n)
+            intervals = [arm(rng, n) for _ in range(args.reviews)]
+            cover = float(np.mean([low <= truth <= high for low, high in intervals]))
+            width = float(np.mean([high - low for low, high in intervals]))
+            row[name] = {"coverage": round(cover, 3), "mean_width": round(width, 4)}
+            print(f"N={n:>3}  {name:<46} coverage {cover:.3f}  mean width {width:.3f}")
+        figures[f"N={n}"] = row
+    write_result(
+        args.name,
+        "review",
+        figures,
+        note=f"{args.reviews} random reviews per size of {len(y)} labelled answers checked in "
+        f"{args.run_dir.name}; truth = people's rate over all of them",
+        data=[args.data],
+        dtype=(read_check_manifest(args.run_dir) or {})
+        .get("judge", {})
+        .get("identity", {})
+        .get("dtype"),
+        reviews=args.reviews,
+        check_run=json.dumps(
+            {
+                "verdict_logic": (read_check_manifest(args.run_dir) or {})
+                .get("judge", {})
+                .get("verdict_logic")
+            }
+        ),
+    )
+
+
+if __name__ == "__main__":
+    main()
