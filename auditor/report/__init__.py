@@ -28,6 +28,7 @@ from auditor.goodput import METRICS
 from auditor.history import KEY_METRICS, AuditRow, Regression, regressions
 from auditor.report import charts
 from auditor.results import RunArtifacts
+from auditor.review import read_review, run_fingerprint
 
 __all__ = ["refuse_shared_names", "render_report"]
 
@@ -157,6 +158,62 @@ def _pipeline_view(
     }
 
 
+def _review_views(runs: Sequence[RunArtifacts]) -> dict[str, Any]:
+    """The review section: per run with a review.json, its sampled answers in the order drawn
+    (question, sources, answer, claims and verdicts, from `_question_views`), the run's
+    fingerprint its labels carry; the runs without one; and a line per unreadable review.json
+    (the report is still written: the review is not needed for the figures)."""
+    reviews: list[dict[str, Any]] = []
+    unreviewed: list[str] = []
+    problems: list[str] = []
+    for index, run in enumerate(runs):
+        try:
+            review = read_review(run.run_dir)
+        except BadInput as exc:
+            problems.append(f"{exc}; the review of {run.name} is not shown")
+            continue
+        if review is None:
+            unreviewed.append(run.name)
+            continue
+        fingerprint = run_fingerprint(run.manifest)
+        views = _question_views(run, index)
+        questions = {str(r["id"]): r for r in run.records}
+        items, missing = [], []
+        for entry in review.get("sample") or []:
+            ident = str(entry.get("id")) if isinstance(entry, dict) else str(entry)
+            record = questions.get(ident)
+            if record is None:
+                missing.append(ident)
+                continue
+            items.append(
+                {
+                    "id": ident,
+                    "question": record.get("question", ""),
+                    "reference": record.get("reference"),
+                    "answer": views[record["id"]],
+                }
+            )
+        drawn_for = review.get("fingerprint")
+        reviews.append(
+            {
+                "name": run.name,
+                "pipeline_index": index,
+                "fingerprint": fingerprint,
+                "seed": review.get("seed"),
+                "population": review.get("population", "?"),
+                "drawn": items,
+                "missing": missing,
+                "problem": (
+                    f"review.json was drawn for another run (fingerprint {drawn_for}); draw "
+                    f"again with `auditor review {run.run_dir}` after removing it"
+                    if drawn_for and drawn_for != fingerprint
+                    else None
+                ),
+            }
+        )
+    return {"reviews": reviews, "unreviewed": unreviewed, "review_problems": problems}
+
+
 def refuse_shared_names(runs: Sequence[RunArtifacts]) -> None:
     """A report compares pipelines: two run dirs of one pipeline are a one-line BadInput."""
     names = [run.name for run in runs]
@@ -258,7 +315,11 @@ def render_report(
     environment.filters["num"] = format_number
     environment.filters["duration"] = format_duration_ms
     environment.filters["pct"] = format_share
-    script = (files("auditor.report") / "templates" / "report.js").read_text(encoding="utf-8")
+    templates = files("auditor.report") / "templates"
+    # one inline script (the CSP admits it by its hash): the filters, then the review marks
+    script = "\n".join(
+        (templates / name).read_text(encoding="utf-8") for name in ("report.js", "review.js")
+    )
 
     return environment.get_template("report.html.j2").render(
         pipelines=pipelines,
@@ -272,6 +333,7 @@ def render_report(
         key_metrics=KEY_METRICS,
         generated_at=utc_now(),
         version=__version__,
+        **_review_views(runs),
         script=Markup(script),  # our own static file, never model or document text
         # the CSP allows this one script by its hash instead of any inline script
         script_hash="sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode(),
