@@ -216,3 +216,35 @@ def test_reviewed_intervals_cover_the_true_rate_and_are_never_wider_than_the_lab
     assert max(w - a for w, a in zip(widths, alone, strict=True)) <= 1e-6
     if judge == "near-perfect":  # a good judge narrows the interval markedly
         assert np.mean(widths) < 0.7 * np.mean(alone)
+
+
+def test_two_reviewed_pipelines_get_the_peoples_headline_and_paired_difference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both pipelines labelled on the same questions: the report's headline and paired
+    difference come from the reviewed rates; one without labels says "no labels" and the
+    headline stays the goodput one."""
+    first = _checked(tmp_path, monkeypatch, count=40, name="first")
+    second = _checked(tmp_path, monkeypatch, count=40, name="second")
+    truth = {r["id"]: r["hallucinated"] for r in _labelled(40, wrong_every=3)}
+    chosen = [f"a{k}" for k in range(0, 40, 3)] + ["a1", "a2", "a4"]
+    rows = [
+        {"id": i, "hallucinated": truth[i], "pipeline": name}
+        for name in ("first", "second")
+        for i in chosen
+    ]
+    labels = _labels(tmp_path / "l.jsonl", rows)
+    out = tmp_path / "report.html"
+    args = ["report", str(first), str(second), "--out", str(out), "--history", str(tmp_path / "h")]
+    done = CliRunner().invoke(cli, [*args, "--labels", str(labels)])
+    assert done.exit_code == 0, done.output
+    html = out.read_text()
+    assert "hallucinated answers (reviewed)" in html and 'id="reviewed-note"' in html
+    assert "By people&#39;s review" in html, html[html.find('id="headline"') :][:400]
+    assert "questions labelled in both" in html and 'id="reviewed-contrast"' in html
+    one = _labels(tmp_path / "one.jsonl", [r for r in rows if r["pipeline"] == "first"])
+    done = CliRunner().invoke(cli, [*args, "--labels", str(one)])
+    assert done.exit_code == 0, done.output
+    html = out.read_text()
+    assert "no labels" in html and "By people&#39;s review" not in html
+    assert 'id="reviewed-contrast"' not in html

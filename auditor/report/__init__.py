@@ -19,7 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from auditor import __version__
-from auditor.compare import compare_pair, headline
+from auditor.compare import compare_pair, compare_reviewed, headline, reviewed_headline
 from auditor.errors import BadInput
 from auditor.files import utc_now
 from auditor.formatting import format_duration_ms, format_number, format_share
@@ -243,6 +243,16 @@ def render_report(
         if len(ranked) >= 2
         else []
     )
+    # with labels for every pipeline, the headline is the people's: the reviewed rates
+    # (the two best by goodput; without throughput, by the reviewed rate)
+    reviewed_pair = None
+    if len(runs) >= 2 and all(run.summary.get("reviewed") for run in runs):
+        best = (
+            ranked
+            if len(ranked) >= 2
+            else sorted(runs, key=lambda r: r.summary["reviewed"]["answer_rate"]["value"])
+        )
+        reviewed_pair = compare_reviewed(best[0], best[1])
     questions: dict[str, dict[str, Any]] = {}
     for index, run in enumerate(runs):
         views = _question_views(run, index)
@@ -327,7 +337,9 @@ def render_report(
         figures={k: Markup(v) for k, v in figures.items()},  # built with escaped labels
         gate_results=list(gate_results),
         gates_passed=all(g.passed for g in gate_results),
-        headline=headline(contrasts[0]) if contrasts else None,
+        headline=(reviewed_headline(reviewed_pair) if reviewed_pair else None)
+        or (headline(contrasts[0]) if contrasts else None),
+        reviewed_pair=reviewed_pair,
         contrasts=contrasts,
         metrics=METRICS,
         key_metrics=KEY_METRICS,
