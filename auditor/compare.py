@@ -171,8 +171,13 @@ def reviewed_headline(pair: PairedDifference) -> str | None:
         return None
     low, high = pair.interval
     fewer, more = (pair.a, pair.b) if pair.difference <= 0 else (pair.b, pair.a)
+    lead = (
+        f"{pair.a} and {pair.b} hallucinate in as many answers"
+        if pair.difference == 0
+        else f"{fewer} hallucinates in fewer answers than {more}"
+    )
     sentence = (
-        f"By people's review, {fewer} hallucinates in fewer answers than {more}: "
+        f"By people's review, {lead}: "
         f"{pair.a} minus {pair.b} {pair.difference:+.1%} (95 % CI {low:+.1%} to {high:+.1%}, "
         f"{pair.labels} questions labelled in both); "
     )
