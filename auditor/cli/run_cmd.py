@@ -61,7 +61,10 @@ def run(
     """
 
     if pipeline is None:
-        raise click.UsageError("--pipeline is required (a file, or a name in pipelines/)")
+        raise click.UsageError(
+            "--pipeline is required (a file, or NAME.toml in $AUDITOR_PIPELINES, ./pipelines or "
+            "the auditor's pipelines/)"
+        )
     config = resolve_config(pipeline, set_items, {})
     # every input is validated before a file is written or a cluster joined
     plan_run(config, questions_path, index_dir, run_dir, limit)
