@@ -390,3 +390,57 @@ def test_a_listing_error_is_shown_apart_and_escaped(
     html = (out / "report.html").read_text()
     assert "listed claim the answer does not make, dropped (listing errors)" in html
     assert "The T9 has a &lt;b&gt;keep-warm&lt;/b&gt; mode." in html and invented not in html
+
+
+def test_the_stage_clock_says_where_an_audits_time_went() -> None:
+    """The audit's stage messages in the order a two-pipeline audit sends them, on a clock
+    that advances 1 s per message: one line per stage with its seconds, set-up apart."""
+    from auditor.cli.progress import StageClock
+
+    now = [0.0]
+    clock = StageClock(now=lambda: now[0])
+    for event in (
+        "pipeline big: retrieval and generation -> out/big",
+        "retrieving top-4 chunks for 8 questions",
+        "joining and verifying Qwen 1.5B",
+        "converting qwen to a bf16 safetensors folder for vLLM",
+        "starting vLLM engine for qwen",
+        "generation",
+        "pipeline small: retrieval and generation -> out/small",
+        "retrieving top-4 chunks for 8 questions",
+        "starting vLLM engine for small",
+        "generation",
+        "loading the embedder (claim-to-chunk similarity)",
+        "starting judge qwen-1.5b-cpu-judge",
+        "check big",
+        "check small",
+        "summaries, gates and report",
+    ):
+        now[0] += 1.0
+        if event == "generation":
+            clock.generation()
+        elif event.startswith("check "):
+            clock.checking(event.removeprefix("check "))
+        else:
+            clock.message(event)
+    lines = clock.lines()
+    stages = [line.split("  ")[1].strip() for line in lines]
+    assert stages == [
+        "big: set-up",
+        "big: retrieval",
+        "big: model preparation",
+        "big: engine start",
+        "big: generation",
+        "small: set-up",
+        "small: retrieval",
+        "small: engine start",
+        "small: generation",
+        "judge start",
+        "checking big",
+        "checking small",
+        "report",
+        "total",
+    ]
+    assert clock.seconds["big: model preparation"] == 2.0  # two messages, one stage
+    assert clock.seconds["judge start"] == 2.0
+    assert lines[-1].endswith("14.0 s")  # from the first message to the last

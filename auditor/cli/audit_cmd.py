@@ -19,7 +19,7 @@ from auditor.cli.options import (
     ray_options,
     sources_option,
 )
-from auditor.cli.progress import StderrProgress
+from auditor.cli.progress import StageClock, StderrProgress
 from auditor.cli.report_cmd import _history_path, echo_outcome, gate_option, history_option
 from auditor.cli.run_cmd import _RunProgress
 from auditor.cli.terminal import engine_output_to
@@ -100,10 +100,16 @@ def audit(
     # every input is validated before a file is written or an engine started
     plan_audit(configs, questions_path, index_dir, out_dir, limit, _history_path(history_path))
     check_ray_option(ray)
+    clock = StageClock()
     with engine_output_to(out_dir / ENGINE_LOG), StderrProgress(enabled=not quiet) as display:
 
         def on_check_start(name: str, total: int) -> None:
+            clock.checking(name)
             display.bar(f"checking {name}", total)
+
+        def on_stage(message: str) -> None:
+            clock.message(message)
+            display.say(message)
 
         outcome = run_audit(
             configs,
@@ -114,8 +120,8 @@ def audit(
             gates=gates,
             history_path=_history_path(history_path),
             limit=limit,
-            run_callbacks=_RunProgress(display),
-            on_stage=display.say,
+            run_callbacks=_TimedRunProgress(display, clock),
+            on_stage=on_stage,
             on_check_start=on_check_start,
             on_check_batch=display.advance,
             on_check_calls=display.step,
@@ -126,4 +132,20 @@ def audit(
             ray=ray,
             ray_actors=ray_actors,
         )
-    echo_outcome(outcome)
+    echo_outcome(outcome, ["where the time went (set-up is the Makefile's):", *clock.lines()])
+
+
+class _TimedRunProgress(_RunProgress):
+    """The run's progress, with its stages on the audit's clock."""
+
+    def __init__(self, display: StderrProgress, clock: StageClock) -> None:
+        super().__init__(display)
+        self.clock = clock
+
+    def stage(self, message: str) -> None:
+        self.clock.message(message)
+        super().stage(message)
+
+    def start_generation(self, total: int) -> None:
+        self.clock.generation()
+        super().start_generation(total)

@@ -146,12 +146,15 @@ def _domain(calibration: dict[str, Any]) -> str:
     return str(calibration.get("domain") or f"labels {calibration['labels'].get('path')}")
 
 
-def echo_outcome(outcome: Any) -> None:
-    """Table, gate verdicts and where the report is; exit code 1 when a gate failed."""
+def echo_outcome(outcome: Any, timings: Sequence[str] = ()) -> None:
+    """Table, gate verdicts, where the report is and (an audit's) where the time went; exit
+    code 1 when a gate failed."""
     click.echo(format_table(outcome.runs))
     for result in outcome.gate_results:
         click.echo(result.describe())
     click.echo(f"report: {outcome.report_path.resolve()}")
+    for line in timings:
+        click.echo(line)
     if not outcome.passed:
         failed = [f"{r.gate} on {r.pipeline}" for r in outcome.gate_results if not r.passed]
         click.echo(f"Error: gate failed: {'; '.join(failed)}", err=True)
