@@ -16,7 +16,8 @@ browser:
 
 # The main job on the embedded default: ingest the bundled corpus, audit two CPU pipelines on
 # its first DEMO_LIMIT questions (answer, check every claim, report), write
-# reports/demo/report.html. Engines run one at a time; re-running resumes.
+# reports/demo/report.html with its answers drawn for review (it ends by pointing at the
+# review section). Engines run one at a time; re-running resumes.
 DEMO_LIMIT := 8
 # context precision with reference (another RAGAS call per chunk) is left to full audits to
 # keep the demo short (the default judge binds every core: it runs alone after the pipelines)
@@ -28,7 +29,7 @@ demo: setup
 	$(BIN)/auditor ingest corpora/kestrel/docs --index $(INDEX)
 	$(BIN)/auditor audit $(foreach p,$(DEMO_PIPELINES),--pipeline $(p)) \
 	  --questions $(QUESTIONS) --index $(INDEX) --limit $(DEMO_LIMIT) --out reports/demo \
-	  $(DEMO_JUDGE) $(DEMO_GATES)
+	  $(DEMO_JUDGE) $(DEMO_GATES) --review $(DEMO_LIMIT)
 
 lint: setup
 	$(BIN)/ruff check auditor tests bench scripts pipelines

@@ -20,7 +20,7 @@ from auditor.gates import Gate, GateResult, evaluate_gates
 from auditor.history import check_history, list_audits, record_audit
 from auditor.report import refuse_shared_names, render_report
 from auditor.results import SUMMARY, RunArtifacts, load_run, summarize_run
-from auditor.review import ReviewLabel, assign_labels
+from auditor.review import ReviewLabel, assign_labels, draw_review, write_review
 from auditor.run import RunCallbacks, plan_run, run_pipeline
 from auditor.scale.generation import cluster_generators
 from auditor.verify.answers import choose_sources
@@ -51,14 +51,18 @@ def finish_audit(
     calibration: Calibration | None = None,
     labels: list[ReviewLabel] | None = None,
     labels_path: Path | None = None,
+    review: int | None = None,
 ) -> AuditOutcome:
-    """Summaries, gates, history and the HTML report for run dirs that were run and checked.
+    """Summaries, gates, history and the HTML report for run dirs that were run and checked;
+    with `review`, each run's review sample of that many answers is drawn first (`auditor
+    review`), so the report's review section shows it.
 
     Every refusal (a damaged run dir, two runs of one pipeline, a calibration that does not
     apply, a history that is no audit history) comes before the first file is written.
     """
     runs = [load_run(run_dir) for run_dir in run_dirs]
     refuse_shared_names(runs)
+    drawn = [(run, *draw_review(run, review, None)) for run in runs] if review else []
     if history_path is not None:
         check_history(history_path)
     by_pipeline = assign_labels(labels, runs, labels_path or Path("labels")) if labels else {}
@@ -67,6 +71,8 @@ def finish_audit(
     results = evaluate_gates(gates, {run.name: run.summary for run in runs})
     for run in runs:
         write_json_atomic(run.run_dir / SUMMARY, run.summary)
+    for run, sample, earlier in drawn:
+        write_review(run.run_dir, sample, earlier)
     if record and history_path is not None:
         for run in runs:
             mine = [r for r in results if r.pipeline == run.name]
@@ -131,6 +137,7 @@ def run_audit(
     calibration: Calibration | None = None,
     labels: list[ReviewLabel] | None = None,
     labels_path: Path | None = None,
+    review: int | None = None,
     sources: str = "auto",
     ray: str | None = None,
     ray_actors: int | None = None,
@@ -189,4 +196,5 @@ def run_audit(
         calibration=calibration,
         labels=labels,
         labels_path=labels_path,
+        review=review,
     )

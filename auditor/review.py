@@ -33,6 +33,7 @@ __all__ = [
     "ReviewLabel",
     "ReviewSample",
     "choose_sample",
+    "draw_review",
     "read_review",
     "read_review_labels",
     "run_fingerprint",
@@ -228,3 +229,24 @@ def assign_labels(
             )
         assigned[name].append(label)
     return {name: found for name, found in assigned.items() if found}
+
+
+def draw_review(
+    run: Any, size: int, seed: int | None
+) -> tuple[ReviewSample, dict[str, Any] | None]:
+    """The review sample of a checked run (`auditor review`, `audit --review`), not yet
+    written: `seed` None takes the one review.json records (else 0); another seed over an
+    existing sample is refused (people may have reviewed it)."""
+    if not run.checks:
+        raise BadInput(
+            f"{run.run_dir}: no checked answers; check it first (auditor check {run.run_dir})"
+        )
+    earlier = read_review(run.run_dir)
+    if earlier is not None and seed is not None and seed != earlier.get("seed"):
+        raise BadInput(
+            f"{run.run_dir / REVIEW}: drawn with seed {earlier.get('seed')}; another seed would "
+            "replace the sample people may have reviewed: remove the file first"
+        )
+    chosen = seed if seed is not None else int((earlier or {}).get("seed", 0))
+    ids = [str(row["id"]) for row in run.checks if not row.get("error")]
+    return choose_sample(ids, size, chosen, run_fingerprint(run.manifest)), earlier

@@ -248,3 +248,19 @@ def test_two_reviewed_pipelines_get_the_peoples_headline_and_paired_difference(
     html = out.read_text()
     assert "no labels" in html and "By people&#39;s review" not in html
     assert 'id="reviewed-contrast"' not in html
+
+
+def test_an_audit_can_draw_its_review_sample_before_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`audit --review N` (finish_audit's `review`): each run's sample is drawn as `auditor
+    review` draws it, and the report's review section shows it."""
+    from auditor.audit import finish_audit
+
+    run = _checked(tmp_path, monkeypatch)
+    report = tmp_path / "report.html"
+    finish_audit([run], report, review=6)
+    drawn = json.loads((run / "review.json").read_text())
+    ids = [f"a{k}" for k in range(30)]
+    assert [s["id"] for s in drawn["sample"]] == choose_sample(ids, 6, 0, "").sample
+    assert report.read_text().count('class="review-item') == 6

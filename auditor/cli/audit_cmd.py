@@ -64,6 +64,15 @@ __all__ = ["audit"]
 @history_option
 @calibration_option("audit")
 @labels_option
+@click.option(
+    "--review",
+    "review",
+    type=click.IntRange(1),
+    default=None,
+    metavar="N",
+    help="Also draw N answers of each pipeline for people to review (as `auditor review`): "
+    "the report's review section shows them.",
+)
 @ray_options("audit")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def audit(
@@ -79,6 +88,7 @@ def audit(
     history_path: Path | None,
     calibration_name: str | None,
     labels_path: Path | None,
+    review: int | None,
     ray: str | None,
     ray_actors: int | None,
     quiet: bool,
@@ -128,11 +138,20 @@ def audit(
             calibration=calibration,
             labels=labels,
             labels_path=labels_path,
+            review=review,
             sources=sources,
             ray=ray,
             ray_actors=ray_actors,
         )
-    echo_outcome(outcome, ["where the time went (set-up is the Makefile's):", *clock.lines()])
+    timings = ["where the time went (set-up is the Makefile's):", *clock.lines()]
+    if review:
+        timings.append(
+            f"review: {review} answers of each pipeline drawn; open "
+            f"{(outcome.report_path.resolve()).as_uri()}#review, mark each (y/n), Download "
+            f"labels, then: auditor report {' '.join(str(r.run_dir) for r in outcome.runs)} "
+            "--labels labels.jsonl"
+        )
+    echo_outcome(outcome, timings)
 
 
 class _TimedRunProgress(_RunProgress):

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import click
 
-from auditor.errors import BadInput
 from auditor.results import load_run
-from auditor.review import choose_sample, read_review, run_fingerprint, write_review
+from auditor.review import draw_review, write_review
 
 __all__ = ["review"]
 
@@ -37,22 +36,7 @@ def review(run_dirs: tuple[Path, ...], size: int, seed: int | None) -> None:
     """
 
     runs = [load_run(run_dir) for run_dir in run_dirs]  # every dir validated before writing
-    plans = []
-    for run in runs:
-        if not run.checks:
-            raise BadInput(
-                f"{run.run_dir}: no checked answers; check it first (auditor check {run.run_dir})"
-            )
-        earlier = read_review(run.run_dir)
-        chosen_seed = seed if seed is not None else int((earlier or {}).get("seed", 0))
-        if earlier is not None and seed is not None and seed != earlier.get("seed"):
-            raise BadInput(
-                f"{run.run_dir / 'review.json'}: drawn with seed {earlier.get('seed')}; another "
-                "seed would replace the sample people may have reviewed: remove the file first"
-            )
-        ids = [str(row["id"]) for row in run.checks if not row.get("error")]
-        sample = choose_sample(ids, size, chosen_seed, run_fingerprint(run.manifest))
-        plans.append((run, sample, earlier))
+    plans = [(run, *draw_review(run, size, seed)) for run in runs]
     for run, sample, earlier in plans:
         write_review(run.run_dir, sample, earlier)
         click.echo(
