@@ -34,6 +34,7 @@ __all__ = [
     "ReviewSample",
     "choose_sample",
     "draw_review",
+    "label_pipeline",
     "read_review",
     "read_review_labels",
     "run_fingerprint",
@@ -192,6 +193,26 @@ def read_review_labels(path: Path) -> list[ReviewLabel]:
     return list(labels.values())
 
 
+def label_pipeline(label: ReviewLabel, names: list[str]) -> str:
+    """The pipeline a label belongs to among the report's `names`; BadInput without
+    `pipeline` when there are several, or with one not among them (`audit` asks it before
+    any engine starts)."""
+    name = label.pipeline
+    if name is None:
+        if len(names) > 1:
+            raise BadInput(
+                f'{label.where}: no "pipeline", and the report has {len(names)} runs '
+                f"({', '.join(names)}); add the pipeline to each label"
+            )
+        return names[0]
+    if name not in names:
+        raise BadInput(
+            f"{label.where}: pipeline {name!r} is not in this report "
+            f"({', '.join(names)}); give its run dir, or drop its labels"
+        )
+    return name
+
+
 def assign_labels(
     labels: list[ReviewLabel], runs: list[Any], source: Path
 ) -> dict[str, list[ReviewLabel]]:
@@ -202,19 +223,7 @@ def assign_labels(
     by_name = {run.name: run for run in runs}
     assigned: dict[str, list[ReviewLabel]] = {name: [] for name in by_name}
     for label in labels:
-        name = label.pipeline
-        if name is None:
-            if len(runs) > 1:
-                raise BadInput(
-                    f'{label.where}: no "pipeline", and the report has {len(runs)} runs '
-                    f"({', '.join(by_name)}); add the pipeline to each label"
-                )
-            name = runs[0].name
-        if name not in by_name:
-            raise BadInput(
-                f"{label.where}: pipeline {name!r} is not in this report "
-                f"({', '.join(by_name)}); give its run dir, or drop its labels"
-            )
+        name = label_pipeline(label, list(by_name))
         run = by_name[name]
         if label.id not in {str(row["id"]) for row in run.checks}:
             raise BadInput(

@@ -344,6 +344,8 @@ CASES = [
     Case("audit: --out is a file", lambda tmp: _audit(tmp, "--out", str(_write(tmp / "out.txt", "x"))), 2, "out.txt: not a directory"),
     Case("audit --ray: bad questions first", lambda tmp: _audit(tmp, "--ray", "127.0.0.1:9", questions=_write(tmp / "bad.jsonl", "{nope\n")), 2, "bad.jsonl:1: not valid JSON"),
     Case("report: two runs of one pipeline", _same_pipeline_twice, 2, "hold the same pipeline name 'run'"),
+    Case("audit --labels of another pipeline", lambda tmp: _audit(tmp, "--labels", str(_write(tmp / "l.jsonl", '{"id": "q1", "hallucinated": true, "pipeline": "nope"}\n'))), 2, "l.jsonl:1: pipeline 'nope' is not in this report"),
+    Case("audit --labels not a boolean", lambda tmp: _audit(tmp, "--labels", str(_write(tmp / "l.jsonl", '{"id": "q1", "hallucinated": "yes"}\n'))), 2, 'l.jsonl:1: "hallucinated" must be true or false'),
     # ids and config keys
     Case("answers: boolean id", _answers('{"id": true, "question": "q", "contexts": ["c"], "answer": "a"}\n'), 2, 'answers.jsonl:1: missing or empty "id"'),
     Case("answers: empty id", _answers('{"id": " ", "question": "q", "contexts": ["c"], "answer": "a"}\n'), 2, 'answers.jsonl:1: missing or empty "id"'),

@@ -25,6 +25,7 @@ from auditor.cli.run_cmd import _RunProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.config import load_judge, load_pipeline, parse_set_option, resolve_pipeline_path
 from auditor.gates import parse_gate
+from auditor.review import label_pipeline
 from auditor.store import ENGINE_LOG
 
 __all__ = ["audit"]
@@ -107,6 +108,8 @@ def audit(
     if calibration is not None:  # another judge's calibration fails before any engine starts
         judge_config = calibration.judge_config(judge_config, flag="--judge-set")
     labels = load_labels_option(labels_path)
+    for label in labels or []:  # the pipelines labels name are known before any engine starts
+        label_pipeline(label, [config.name for config in configs])
     # every input is validated before a file is written or an engine started
     plan_audit(configs, questions_path, index_dir, out_dir, limit, _history_path(history_path))
     check_ray_option(ray)
