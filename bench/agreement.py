@@ -1,6 +1,6 @@
 """Agreement of `auditor check` verdicts with human hallucination labels (RAGTruth QA dev).
 
-    .venv/bin/python bench/agreement.py --cv [--stock] [--out DIR]       # all 150, 5-fold CV
+    .venv/bin/python bench/agreement.py --cv [--stock] [--out DIR] [--name N] # all 150, 5-fold CV
     .venv/bin/python bench/agreement.py --split check|tune [--limit N]   # one split, as set
     .venv/bin/python bench/agreement.py --cv --data ../shared/datasets/ragtruth-other/summary.jsonl \
         --data ../shared/datasets/ragtruth-other/data2txt.jsonl --sample 100  # other tasks
@@ -19,6 +19,9 @@ against the human labels:
     completion tokens, seconds per answer;
   - with --stock: stock RAGAS faithfulness verification (its NLI prompt over the joined
     contexts, one call per answer) on the same claims, same answers, same engine.
+With --name NAME the response-level, claim-level and cost figures are also written to
+bench/results/NAME.json with the run's date, CPU, dtype, package versions and judge
+(bench/harness.py; docs/evidence.md is built from those files).
 Literature baselines on RAGTruth QA: HHEM-2.1-Open 0.743 and GPT-4 judge 0.741 balanced accuracy.
 """
 
@@ -29,6 +32,8 @@ import hashlib
 import html
 import json
 import os
+import random
+import shlex
 import sys
 import tempfile
 import time
@@ -115,6 +120,8 @@ def main() -> None:
         action="store_true",
         help="Judge nothing: score the answers already checked in --out (a partial run).",
     )
+    parser.add_argument("--name", help="bench/results/NAME.json (default: none written).")
+    parser.add_argument("--note", default="", help="What was measured, for the results file.")
     args = parser.parse_args()
     started = time.perf_counter()
 
@@ -162,11 +169,15 @@ def main() -> None:
     print(
         f"judge {config.name}; {len(checks)} answers ({sum(gold[r['id']]['hallucinated'] for r in checks)} hallucinated by the human labels); run dir {out}"
     )
+    figures: dict[str, Any] = {
+        "answers": len(checks),
+        "hallucinated": sum(bool(gold[r["id"]]["hallucinated"]) for r in checks),
+    }
     if args.cv:
-        thresholds = report_cv(gold, checks, args.roc)
+        thresholds = report_cv(gold, checks, args.roc, figures)
     else:
-        thresholds = report_at(gold, checks, config.support_threshold)
-    report_cost(checks)
+        thresholds = report_at(gold, checks, config.support_threshold, figures)
+    figures["cost"] = report_cost(checks)
     if args.quotes:
         report_quotes(gold, checks, out, config.support_threshold, args.cv)
     if args.write_calibration:
@@ -177,6 +188,58 @@ def main() -> None:
         "baselines (RAGTruth QA, response level): HHEM-2.1-Open 0.743, GPT-4 judge 0.741 balanced accuracy"
     )
     print(f"bench wall time {time.perf_counter() - started:.0f} s")
+    if args.name:
+        from bench.harness import write_result
+
+        write_result(
+            args.name,
+            "agreement",
+            figures,
+            note=args.note,
+            data=args.data or [DEV],
+            dtype=_run_judge(out).get("dtype"),
+            answers=len(checks),
+            judge={k: v for k, v in _run_judge(out).items() if k != "dtype"},
+            command=_command(),
+            settings={
+                "split": args.split,
+                "limit": args.limit,
+                "sample": args.sample,
+                "set": args.set_items,
+                "redecide": args.redecide,
+            },
+        )
+
+
+def _run_judge(out: Path) -> dict[str, Any]:
+    """The judge identity, verdict logic and engine dtype of a run dir's check.json (the dtype
+    the engine ran in: a CPU without bf16 runs a bfloat16 request in float32)."""
+    manifest = json.loads((out / "check.json").read_text(encoding="utf-8"))
+    judge = manifest.get("judge", {})
+    identity = judge.get("identity") or {}
+    return {
+        "identity": judge.get("identity"),
+        "verdict_logic": judge.get("verdict_logic"),
+        "dtype": identity.get("dtype") or judge.get("config", {}).get("generator", {}).get("dtype"),
+    }
+
+
+def _command() -> str:
+    """This command as run, its data paths as the results file names them, its output paths
+    as RUN and ROC.svg (no machine's paths), without --note (the results file has it)."""
+    from bench.harness import relative
+
+    words: list[str] = []
+    for word in sys.argv[1:]:
+        if words and words[-1] == "--note":
+            words.pop()
+        elif words and words[-1] in ("--out", "--roc", "--write-calibration"):
+            words.append({"--out": "RUN", "--roc": "ROC.svg"}.get(words[-1], "FILE"))
+        elif Path(word).exists():
+            words.append(relative(Path(word)))
+        else:
+            words.append(word)
+    return shlex.join(["bench/agreement.py", *words])
 
 
 def load_rows(paths: list[Path], sample: int | None) -> list[dict[str, Any]]:
@@ -247,24 +310,35 @@ def _claims(row: dict[str, Any]) -> list[Claim]:
 
 
 def report_at(
-    gold: dict[str, Any], checks: list[dict[str, Any]], threshold: float
+    gold: dict[str, Any],
+    checks: list[dict[str, Any]],
+    threshold: float,
+    figures: dict[str, Any] | None = None,
 ) -> dict[str, float]:
-    """Agreement at one threshold (the judge's); the threshold each answer was scored at."""
+    """Agreement at one threshold (the judge's); the threshold each answer was scored at.
+    The figures printed are added to `figures` where given."""
     pairs = [
         (bool(gold[r["id"]]["hallucinated"]), flagged_at(_claims(r), threshold)) for r in checks
     ]
     scores = [ranking_score(_claims(r)) for r in checks]
-    _print_agreement(f"at the judge's threshold {threshold:.3f}", pairs, scores)
+    found = {"scoring": f"at the judge's threshold {threshold:.3f}", "threshold": threshold}
+    found |= _print_agreement(f"at the judge's threshold {threshold:.3f}", pairs, scores)
     thresholds = {r["id"]: threshold for r in checks}
-    _print_claims(gold, checks, thresholds)
+    found["claim_level"] = _print_claims(gold, checks, thresholds)
+    if figures is not None:
+        figures.update(found)
     return thresholds
 
 
 def report_cv(
-    gold: dict[str, Any], checks: list[dict[str, Any]], roc: Path | None
+    gold: dict[str, Any],
+    checks: list[dict[str, Any]],
+    roc: Path | None,
+    figures: dict[str, Any] | None = None,
 ) -> dict[str, float]:
     """5-fold cross-validation by question: thresholds from four folds, scored on the fifth.
-    Returns the threshold each answer was scored at."""
+    Returns the threshold each answer was scored at; the figures printed are added to
+    `figures` where given."""
     scores = {r["id"]: ranking_score(_claims(r)) for r in checks}
     labels = {r["id"]: bool(gold[r["id"]]["hallucinated"]) for r in checks}
     folds = {r["id"]: fold_of(str(gold[r["id"]]["source_id"])) for r in checks}
@@ -276,17 +350,24 @@ def report_cv(
         chosen.append(t)
         thresholds.update({i: t for i in scores if folds[i] == fold})
     pairs = [(labels[r["id"]], flagged_at(_claims(r), thresholds[r["id"]])) for r in checks]
-    _print_agreement(
+    found: dict[str, Any] = {"scoring": f"{FOLDS}-fold cross-validated, folds by question"}
+    found |= _print_agreement(
         f"{FOLDS}-fold cross-validated (thresholds {', '.join(f'{t:.3f}' for t in chosen)})",
         pairs,
         list(scores.values()),
         [labels[i] for i in scores],
     )
-    _print_claims(gold, checks, thresholds)
+    found["claim_level"] = _print_claims(gold, checks, thresholds)
     everything = best_threshold(list(scores.values()), list(labels.values()))
     print(
         f"threshold chosen on all {len(scores)} answers (ship as support_threshold): {everything:.3f}"
     )
+    found["thresholds"] = {
+        "folds": [round(t, 4) for t in chosen],
+        "chosen_on_all": round(everything, 4),
+    }
+    if figures is not None:
+        figures.update(found)
     if roc is not None:
         roc.parent.mkdir(parents=True, exist_ok=True)
         area = auroc(list(scores.values()), list(labels.values()))
@@ -302,19 +383,56 @@ def _print_agreement(
     pairs: list[tuple[bool, bool]],
     scores: list[float],
     labels: list[bool] | None = None,
-) -> None:
+) -> dict[str, Any]:
+    """Print the response-level figures; return them (intervals: bootstrap 95 % over
+    answers, 2,000 rounds, seed 0)."""
     a = agreement(pairs)
-    area = auroc(scores, labels if labels is not None else [g for g, _ in pairs])
+    gold = labels if labels is not None else [g for g, _ in pairs]
+    area = auroc(scores, gold)
     print(
         f"response level, {title}: balanced accuracy {a.balanced_accuracy:.3f} "
         f"(95% CI {a.interval[0]:.3f}-{a.interval[1]:.3f}), AUROC {area if area is None else round(area, 3)}, "
         f"precision {a.precision:.3f}, recall {a.recall:.3f}, specificity {a.specificity:.3f}, F1 {a.f1:.3f}"
     )
+    low, high = auroc_interval(scores, gold)
+    return {
+        "balanced_accuracy": {
+            "value": round(a.balanced_accuracy, 4),
+            "low": round(a.interval[0], 4),
+            "high": round(a.interval[1], 4),
+        },
+        "auroc": None
+        if area is None
+        else {"value": round(area, 4), "low": round(low, 4), "high": round(high, 4)},
+        "precision": round(a.precision, 4),
+        "recall": round(a.recall, 4),
+        "specificity": round(a.specificity, 4),
+        "f1": round(a.f1, 4),
+        "intervals": "bootstrap 95 % over answers, 2000 rounds, seed 0",
+    }
+
+
+def auroc_interval(
+    scores: list[float], labels: list[bool], rounds: int = 2000
+) -> tuple[float, float]:
+    """95 % percentile interval of AUROC over answers resampled with replacement (a resample
+    with one class only is skipped)."""
+    rng = random.Random(0)
+    values = []
+    for _ in range(rounds):
+        picks = [rng.randrange(len(scores)) for _ in scores]
+        area = auroc([scores[i] for i in picks], [labels[i] for i in picks])
+        if area is not None:
+            values.append(area)
+    if not values:
+        return 0.0, 0.0
+    values.sort()
+    return values[int(0.025 * len(values))], values[int(0.975 * len(values)) - 1]
 
 
 def _print_claims(
     gold: dict[str, Any], checks: list[dict[str, Any]], thresholds: dict[str, float]
-) -> None:
+) -> dict[str, Any]:
     pairs = []
     for row in checks:
         spans = [(s["start"], s["end"]) for s in gold[row["id"]]["spans"]]
@@ -330,12 +448,17 @@ def _print_claims(
         f"claim level: {agree}/{len(pairs)} agree ({agree / max(1, len(pairs)):.3f}), "
         f"balanced accuracy {a.balanced_accuracy:.3f}"
     )
+    return {
+        "claims": len(pairs),
+        "agree": agree,
+        "balanced_accuracy": round(a.balanced_accuracy, 4),
+    }
 
 
 FAITHFULNESS_STAGES = ("claims", "premise", "entailment", "quote")
 
 
-def report_cost(checks: list[dict[str, Any]]) -> None:
+def report_cost(checks: list[dict[str, Any]]) -> dict[str, Any]:
     """Faithfulness's judge cost per claim (the claims and entailment stages; other metrics
     left out): prompt tokens computed vs served from vLLM's prefix cache, seconds per answer
     (each answer's judge seconds apportioned by its tokens, as `auditor check` books them)."""
@@ -362,6 +485,17 @@ def report_cost(checks: list[dict[str, Any]]) -> None:
         f"computed in all {(prompt - cached + completion) / claims:.0f}; "
         f"{seconds / max(1, len(checks)):.1f} s per answer; unverifiable {unverifiable}"
     )
+    return {
+        "claims": sum(len(r["claims"]) for r in checks),
+        "claims_per_answer": round(claims / max(1, len(checks)), 2),
+        "prompt_tokens_per_claim": round(prompt / claims, 1),
+        "computed_prompt_tokens_per_claim": round((prompt - cached) / claims, 1),
+        "cached_prompt_tokens_per_claim": round(cached / claims, 1),
+        "completion_tokens_per_claim": round(completion / claims, 1),
+        "judge_seconds_per_answer": round(seconds / max(1, len(checks)), 2),
+        "judge_seconds": round(sum(r["judge"]["seconds"] for r in checks), 1),
+        "unverifiable_claims": unverifiable,
+    }
 
 
 def stock_verdicts(judge: Any, items: list[Any], checks: list[dict[str, Any]]) -> dict[str, Any]:
