@@ -211,6 +211,32 @@ def rules_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
     return lines
 
 
+def review_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Reviewed-rate arms over random reviews of labelled answers (`bench/review.py`)."""
+    lines = [
+        "## Rates from a review of N answers (`bench/review.py`)",
+        "",
+        "Random reviews of N labelled answers of one check run; each arm's 95 % interval of "
+        "the rate of hallucinated answers against people's rate over all of them: coverage "
+        "(share of reviews whose interval holds it) and mean width.",
+        "",
+        "| results | N | arm | coverage | mean width | answers | true rate | judged | date | "
+        "machine |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, result in rows:
+        figures = result["figures"]
+        for size in sorted(k for k in figures if k.startswith("N=")):
+            for arm, entry in figures[size].items():
+                lines.append(
+                    f"| {_link(name)} | {size.removeprefix('N=')} | {arm} | "
+                    f"{entry['coverage']:.3f} | {entry['mean_width']:.3f} | "
+                    f"{figures['answers']} | {figures['true_rate']:.3f} | "
+                    f"{figures['judged_rate']:.3f} | {result['date']} | {_machine(result)} |"
+                )
+    return lines
+
+
 def timing_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
     lines = [
         "## Speed, side by side (`bench/ingest.py`, `bench/run_overhead.py`, "
@@ -256,6 +282,8 @@ def render(results: list[tuple[str, dict[str, Any]]]) -> str:
             if bench == "paired contrast"
             else "rules"
             if bench.startswith("rules")
+            else "review"
+            if bench == "review"
             else "timing"
         )
         groups.setdefault(kind, []).append((name, result))
@@ -265,6 +293,7 @@ def render(results: list[tuple[str, dict[str, Any]]]) -> str:
         ("agreement", agreement_table),
         ("contrast", contrast_table),
         ("rules", rules_table),
+        ("review", review_table),
         ("timing", timing_table),
     ):
         if groups.get(kind):
