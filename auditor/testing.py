@@ -12,9 +12,12 @@ import hashlib
 import math
 import os
 import re
+import secrets
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,7 +28,14 @@ from auditor.generate.base import GenerationStats, Generator, GenRequest, GenRes
 from auditor.ingest.embed import EmbedderIdentity
 from auditor.verify.base import JudgeReply
 
-__all__ = ["FakeEmbedder", "FakeGenerator", "FakeJudge", "SharedGenerator", "ray_nodes_here"]
+__all__ = [
+    "FakeEmbedder",
+    "FakeGenerator",
+    "FakeJudge",
+    "SharedGenerator",
+    "ray_cluster_processes",
+    "ray_nodes_here",
+]
 
 _WORD = re.compile(r"\w+")
 
@@ -324,19 +334,84 @@ def _words(text: str) -> set[str]:
 def ray_nodes_here(nodes: int = 2) -> Iterator[tuple[str, dict[str, str]]]:
     """A real Ray cluster of `nodes` nodes on this machine (`ray start --head`, then `ray start
     --address` for each other node; 1 CPU each), stopped after: (address, environment to reach
-    it; Ray 2.60 clusters ask for a token). For the e2e tests and bench/ray_check.py."""
+    it; Ray 2.60 clusters ask for a token). For the e2e tests and bench/ray_check.py.
+
+    Without a token of the user's (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, ~/.ray/auth_token) the
+    cluster gets one of its own, in the environment only. Only this cluster's processes are
+    stopped: `ray stop` would end every Ray cluster on the machine, another user's too."""
     ray = str(Path(sys.executable).with_name("ray"))
     env = os.environ | {"RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0"}
+    if not _ray_token_found(env):
+        env["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
     common = ["--num-cpus", "1", "--num-gpus", "0", "--object-store-memory", "200000000"]
     head = [ray, "start", "--head", "--port", str(port), "--include-dashboard=false", *common]
+    address = f"127.0.0.1:{port}"
     try:
         subprocess.run(head, env=env, check=True, capture_output=True, timeout=180)
         for _ in range(nodes - 1):
-            worker = [ray, "start", "--address", f"127.0.0.1:{port}", *common]
+            worker = [ray, "start", "--address", address, *common]
             subprocess.run(worker, env=env, check=True, capture_output=True, timeout=180)
-        yield f"127.0.0.1:{port}", env
+        yield address, env
     finally:
-        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=120)
+        _stop_ray_cluster(address)
+
+
+def _ray_token_found(env: dict[str, str]) -> bool:
+    path = env.get("RAY_AUTH_TOKEN_PATH") or str(Path.home() / ".ray" / "auth_token")
+    return bool(env.get("RAY_AUTH_TOKEN")) or Path(path).is_file()
+
+
+def ray_cluster_processes(address: str) -> dict[int, str]:
+    """{pid: start time} of the local processes of the Ray cluster whose GCS is at `address`
+    (HOST:PORT): its node processes (each names the cluster's session directory) and every
+    process below them (workers, actors, the engines the actors started)."""
+    from auditor.generate.reaper import _descendants, _start_time
+
+    port = address.rsplit(":", 1)[1]
+    commands = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                commands[int(entry.name)] = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+    # the GCS server names its port and its session; every node process names the session
+    sessions = {
+        arg.split(b"=", 1)[1]
+        for args in commands.values()
+        if f"--gcs_server_port={port}".encode() in args
+        for arg in args
+        if arg.startswith(b"--session-dir=")
+    }
+    nodes = {
+        pid
+        for pid, args in commands.items()
+        if any(session in arg for session in sessions for arg in args)
+    }
+    found = {pid: started for pid in nodes if (started := _start_time(pid)) is not None}
+    return found | _descendants(*nodes)
+
+
+def _stop_ray_cluster(address: str, within_s: float = 20) -> None:
+    """SIGKILL the cluster's processes, as `ray stop --force` does to every cluster's (a raylet
+    or GCS given SIGTERM drains for 10 s and more)."""
+    processes = ray_cluster_processes(address)
+    for pid, started in processes.items():
+        if _alive(pid, started):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline and any(_alive(p, t) for p, t in processes.items()):
+        time.sleep(0.2)
+
+
+def _alive(pid: int, started: str) -> bool:
+    """The process that started at `started` runs (a zombie has ended; a reused PID is not it)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[19] == started and fields[0] != "Z"

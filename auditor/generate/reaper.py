@@ -13,7 +13,16 @@ by name and inode), and at the end removes only those: a segment another program
 vLLM, a multiprocessing job) created during the run is never touched, even once it is closed.
 A file that existed before the watcher started, or that a live process still holds, is kept.
 
-    python -m auditor.generate.reaper OWNER_PID   # what `watch_engines()` starts
+The watcher is nobody's child: the process `watch_engines()` starts forks it off and exits, so
+init adopts it, in a session of its own. A Ray worker that ends (its actor killed or done, its
+driver gone) SIGKILLs its direct children and its process group, the engine's processes among
+them, whose own clean-up then never runs unless the actor closed the engine first; the
+watcher, in neither, outlives them and frees their segments (vLLM's shm_broadcast ring
+buffers `psm_*`, the engine's `sem.loky-*` semaphores). Ray's deprecated raylet subreaper
+would kill an adopted watcher too: leave it off
+(`RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper`, false by default).
+
+    python -P .../auditor/generate/reaper.py OWNER_PID   # what `watch_engines()` starts
 """
 
 from __future__ import annotations
@@ -40,21 +49,26 @@ def watch_engines() -> None:
     global _started_for, _watcher_pid
     if _started_for == os.getpid() or not Path("/proc").is_dir():
         return
-    watcher = subprocess.Popen(
-        [sys.executable, "-m", "auditor.generate.reaper", str(os.getpid())],
+    starter = subprocess.Popen(
+        # the file alone (-P: not its folder on sys.path): the standard library only, ~0.05 s
+        [sys.executable, "-P", __file__, str(os.getpid())],
         stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # a signal to the auditor's process group spares the watcher
         close_fds=True,
         text=True,
     )
-    assert watcher.stdin is not None
+    assert starter.stdin is not None and starter.stdout is not None
     # what /dev/shm held before any engine: the watcher never touches those
-    watcher.stdin.write("\n".join(sorted(_shm_names())))
-    watcher.stdin.close()
+    starter.stdin.write("\n".join(sorted(_shm_names())))
+    starter.stdin.close()
+    # the starter forks the watcher off, prints its pid and exits
+    watcher = starter.stdout.readline().strip()
+    starter.stdout.close()
+    starter.wait()
     _started_for = os.getpid()
-    _watcher_pid = watcher.pid
+    _watcher_pid = int(watcher) if watcher.isdigit() else None
 
 
 def kill_engines() -> int:
@@ -104,43 +118,65 @@ def _descendants(*roots: int) -> dict[int, str]:
 
 def _shm_name(path: str) -> str | None:
     """The file name of a /dev/shm path as /proc shows it; None for one outside /dev/shm, in a
-    subfolder, or already unlinked (nothing left to free under that name)."""
+    subfolder, or no longer linked under that name."""
     if not path.startswith(f"{SHM}/") or path.endswith(" (deleted)"):
         return None
     name = path[len(f"{SHM}/") :]
     return name if name and "/" not in name else None
 
 
-def _held_shm(pid: int) -> set[tuple[str, int]]:
+def _held_shm(pid: int, linked: set[tuple[str, int]] | None = None) -> set[tuple[str, int]]:
     """(name, inode) of each /dev/shm file `pid` has open or mapped now; empty if it is gone.
 
     vLLM's segments (multiprocessing.shared_memory) are mapped and their descriptors closed,
-    so the maps count as much as the descriptors do.
+    so the maps count as much as the descriptors do. A named semaphore (`sem.loky-*`) is
+    mapped under the temporary name sem_open() made it under, then linked to its own name:
+    /proc shows that temporary name as deleted, so such a file is found by its inode among
+    the names in /dev/shm (`linked`: `_linked_shm()`, listed here if not given).
     """
     held: set[tuple[str, int]] = set()
+    unnamed: set[int] = set()  # inodes held under a name no longer there
+
+    def note(path: str, inode: int) -> None:
+        if (name := _shm_name(path)) is not None:
+            held.add((name, inode))
+        elif path.startswith(f"{SHM}/") and path.endswith(" (deleted)"):
+            unnamed.add(inode)
+
     with contextlib.suppress(OSError):
         for fd in Path(f"/proc/{pid}/fd").iterdir():
             try:
-                name = _shm_name(os.readlink(fd))
-                if name is not None:
-                    held.add((name, fd.stat().st_ino))  # stat follows to the open file itself
+                note(os.readlink(fd), fd.stat().st_ino)  # stat follows to the open file itself
             except OSError:
                 continue
     with contextlib.suppress(OSError):
         for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
             # address perms offset device inode path: the path may hold spaces
             fields = line.split(maxsplit=5)
-            if len(fields) == 6 and (name := _shm_name(fields[5])) is not None:
-                held.add((name, int(fields[4])))
+            if len(fields) == 6:
+                note(fields[5], int(fields[4]))
+    if unnamed:
+        linked = _linked_shm() if linked is None else linked
+        held |= {(name, inode) for name, inode in linked if inode in unnamed}
     return held
+
+
+def _linked_shm() -> set[tuple[str, int]]:
+    """(name, inode) of each file directly in /dev/shm."""
+    try:
+        with os.scandir(SHM) as entries:
+            return {(entry.name, entry.inode()) for entry in entries}
+    except OSError:
+        return set()
 
 
 def _open_shm_files() -> set[str]:
     """Names under /dev/shm that some live process has open or mapped."""
+    linked = _linked_shm()
     held: set[str] = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            held.update(name for name, _ in _held_shm(int(entry.name)))
+            held.update(name for name, _ in _held_shm(int(entry.name), linked))
     return held
 
 
@@ -153,11 +189,12 @@ def _shm_names() -> set[str]:
 
 def _sample(processes: dict[int, str], before: set[str]) -> set[tuple[str, int]]:
     """The /dev/shm files new since `before` that `processes` ({pid: start time}) hold now."""
-    if not _shm_names() - before:
+    linked = _linked_shm()
+    if not {name for name, _ in linked} - before:
         return set()  # the common case costs one listing, not a read of every map
     seen: set[tuple[str, int]] = set()
     for pid, started in processes.items():
-        held = _held_shm(pid)
+        held = _held_shm(pid, linked)
         if _start_time(pid) == started:  # not a new process that took a reused PID meanwhile
             seen |= {(name, ino) for name, ino in held if name not in before}
     return seen
@@ -210,7 +247,22 @@ def reap(owner: int, owner_started: str | None, before: set[str]) -> None:
         _free(seen)
 
 
+def _detach() -> None:
+    """Go on in a grandchild of the starting process, which exits: init adopts the watcher, so
+    a parent that SIGKILLs its children on exit (a Ray worker does) does not reach it."""
+    child = os.fork()
+    if child:
+        print(child, flush=True)
+        os._exit(0)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)  # the starter's pipe is closed: nobody waits on the watcher's output
+    os.close(null)
+
+
 if __name__ == "__main__":
     owner_pid = int(sys.argv[1])
     started_at = _start_time(owner_pid)
-    reap(owner_pid, started_at, set(filter(None, sys.stdin.read().split("\n"))))
+    seen_before = set(filter(None, sys.stdin.read().split("\n")))
+    _detach()
+    reap(owner_pid, started_at, seen_before)

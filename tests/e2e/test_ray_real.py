@@ -1,7 +1,7 @@
 """`check --ray` on a real two-node Ray cluster on this machine (`ray start --head` and a second
 `ray start --address` node, 1 CPU each), real vLLM judges in the actors: the same verdicts as
 the single-process check, every answer committed once after the driver or an actor is killed,
-and no engine left behind."""
+and no engine, nor any /dev/shm segment its engines made, left behind."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,9 +20,10 @@ from typing import Any
 import pytest
 
 from auditor.config import IngestConfig
+from auditor.generate import reaper
 from auditor.ingest import ingest_corpus
 from auditor.store import read_jsonl
-from auditor.testing import ray_nodes_here
+from auditor.testing import ray_cluster_processes, ray_nodes_here
 from tests.conftest import KESTREL, REPO
 
 pytestmark = pytest.mark.e2e
@@ -39,28 +42,89 @@ def cluster() -> Iterator[tuple[str, dict[str, str]]]:
         yield found
 
 
-def _engines() -> set[tuple[int, str]]:
-    """vLLM engine processes alive on this machine: (pid, start time)."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes().decode(errors="replace")
-            name = (entry / "comm").read_text()
-            start = (entry / "stat").read_text().rsplit(")", 1)[1].split()[19]
-        except (OSError, IndexError):
-            continue
-        if "VLLM" in name or "VLLM" in command or "EngineCore" in command:
-            found.add((int(entry.name), start))
-    return found
+def _is_engine(pid: int) -> bool:
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        name = Path(f"/proc/{pid}/comm").read_text()
+    except OSError:
+        return False
+    return "VLLM" in name or "VLLM" in command or "EngineCore" in command
 
 
-def _no_engine_left(before: set[tuple[int, str]], within_s: float = 30) -> None:
+def _alive(pid: int, started: str) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[19] == started and fields[0] != "Z"
+
+
+class _Cluster:
+    """What the test cluster's processes (workers, actors, the engines they start) are seen
+    running and holding, sampled every 0.5 s while a command runs: its engine processes, and
+    the /dev/shm files (name, inode) they hold. Only this cluster's: another program's engine
+    or file on this machine is never counted (an engine adopted by init once its actor died
+    was recorded while it was the actor's)."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self.engines: dict[int, str] = {}  # pid -> start time
+        self.segments: set[tuple[str, int]] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> _Cluster:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            linked = reaper._linked_shm()
+            for pid, started in ray_cluster_processes(self.address).items():
+                held = reaper._held_shm(pid, linked)
+                engine = _is_engine(pid)
+                with self._lock:
+                    self.segments |= held
+                    if engine:
+                        self.engines[pid] = started
+            self._stop.wait(0.5)
+
+    def engines_alive(self) -> list[int]:
+        with self._lock:
+            engines = dict(self.engines)
+        return [pid for pid, started in engines.items() if _alive(pid, started)]
+
+    def segments_left(self) -> dict[str, int]:
+        """{name: bytes} of the files seen that are still there (the same file) and that no
+        live process holds: segments whose engine is gone."""
+        held = reaper._open_shm_files()
+        with self._lock:
+            seen = set(self.segments)
+        found = {}
+        for name, inode in seen:
+            try:
+                info = (reaper.SHM / name).stat()
+            except OSError:
+                continue
+            if info.st_ino == inode and name not in held:
+                found[name] = info.st_size
+        return found
+
+
+def _nothing_left(cluster: _Cluster, within_s: float = 30) -> None:
+    """No engine of the cluster's alive, none of their /dev/shm segments left."""
+    assert cluster.engines, "no engine was seen: nothing here shows one ends"
+    assert cluster.segments, "the engines held no /dev/shm segment: nothing shows one is freed"
     deadline = time.monotonic() + within_s
-    while _engines() - before and time.monotonic() < deadline:
+    while (cluster.engines_alive() or cluster.segments_left()) and time.monotonic() < deadline:
         time.sleep(1)
-    assert not _engines() - before, "an engine outlived its Ray check"
+    assert not cluster.engines_alive(), "an engine outlived its Ray command"
+    assert not cluster.segments_left(), f"left in /dev/shm: {cluster.segments_left()}"
 
 
 def _answers(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -105,13 +169,13 @@ def test_ray_verdicts_match_the_single_process_check(
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False,
     )  # fmt: skip
     assert single.returncode == 0, single.stderr[-2000:]
-    before = _engines()
-    ray = subprocess.run(
-        _check(answers, tmp_path / "ray", *same_batches, "--ray", address, "--ray-actors", "2"),
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
-    assert ray.returncode == 0, ray.stderr[-2000:]
-    _no_engine_left(before)
+    with _Cluster(address) as seen:
+        ray = subprocess.run(
+            _check(answers, tmp_path / "ray", *same_batches, "--ray", address, "--ray-actors", "2"),
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False,
+        )  # fmt: skip
+        assert ray.returncode == 0, ray.stderr[-2000:]
+        _nothing_left(seen)  # a clean end, as after the kills below
     by_id = {r["id"]: r for r in read_jsonl(tmp_path / "single" / "checks.jsonl")}
     spread = {r["id"]: r for r in read_jsonl(tmp_path / "ray" / "checks.jsonl")}
     assert sorted(spread) == sorted(by_id)
@@ -138,17 +202,16 @@ def test_ray_verdicts_match_the_single_process_check(
     assert set(spread[next(iter(spread))]) == set(by_id[next(iter(by_id))]), "same schema"
 
 
-def _actor_processes() -> list[int]:
-    """Ray Data's map workers (our JudgeActor inside), by their process title."""
+def _actor_processes(address: str) -> list[int]:
+    """The cluster's Ray Data map workers (our JudgeActor inside), by their process title."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                command = (entry / "cmdline").read_bytes().decode(errors="replace")
-            except OSError:
-                continue
-            if command.startswith("ray::") and "MapWorker" in command:
-                found.append(int(entry.name))
+    for pid in ray_cluster_processes(address):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if command.startswith("ray::") and "MapWorker" in command:
+            found.append(pid)
     return found
 
 
@@ -157,7 +220,8 @@ def test_a_killed_driver_then_a_killed_actor_end_with_every_answer_once(
 ) -> None:
     """The command SIGKILLed after its first commit (its actors and engines die with it), then
     re-run; in the re-run the actor SIGKILLed mid-batch (Ray restarts it and retries the
-    batch): every answer committed once, none given up, no engine left."""
+    batch): every answer committed once, none given up, no engine left, and after each kill
+    no /dev/shm segment of the engines; a file another program made meanwhile is kept."""
     address, env = cluster
     env = env | {"AUDITOR_MODELS_DIR": str(smollm2_dir.parent)}
     rows = [json.loads(line) for line in (KESTREL / "contrast.jsonl").read_text().splitlines()]
@@ -166,39 +230,50 @@ def test_a_killed_driver_then_a_killed_actor_end_with_every_answer_once(
     judge.write_text(SMALL_JUDGE)
     out = tmp_path / "out"
     command = _check(answers, out, "--judge", str(judge), "--ray", address, "--ray-actors", "1")
-    before = _engines()
+    other = Path("/dev/shm") / f"auditor-e2e-other-{uuid.uuid4().hex}"
 
-    driver = subprocess.Popen(
-        command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        _wait_for_commits(out, driver, 1)
-        driver.send_signal(signal.SIGKILL)
-        driver.wait(timeout=30)
-    finally:
-        driver.kill()
-    first = _ids(out)
-    assert first and len(first) < 6, "killed after its first commit, before its last"
-    _no_engine_left(before, within_s=60)  # the driver's actors die with it, their engines too
+    with _Cluster(address) as seen:
+        driver = subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        try:
+            _wait_for_commits(out, driver, 1)
+            # another program makes a file of its own there while the engine runs, closes it
+            script = f"open({str(other)!r}, 'wb').write(b'y' * 4096)"
+            subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+            time.sleep(1)  # the engine's watcher has polled while the file is there, unheld
+            driver.send_signal(signal.SIGKILL)
+            driver.wait(timeout=30)
+        finally:
+            driver.kill()
+        try:
+            first = _ids(out)
+            assert first and len(first) < 6, "killed after its first commit, before its last"
+            _nothing_left(seen, within_s=60)  # the driver's actors die with it, engines too
+            assert other.read_bytes() == b"y" * 4096, "another program's /dev/shm file was freed"
+        finally:
+            other.unlink(missing_ok=True)
 
-    rerun = subprocess.Popen(
-        command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        _wait_for_commits(out, rerun, len(first) + 1)
-        actors = _actor_processes()
-        assert len(actors) == 1, actors
-        os.kill(actors[0], signal.SIGKILL)  # mid-batch: the next batch was handed to it
-        _, stderr = rerun.communicate(timeout=900)
-    finally:
-        rerun.kill()
-    assert rerun.returncode == 0, stderr[-2000:]
-    ids = _ids(out)
-    assert sorted(ids) == sorted(r["id"] for r in rows[:6]), "lost or duplicated"
-    assert ids[: len(first)] == first, "committed rows are never rewritten"
-    outcomes = {row["id"]: row["outcome"] for row in read_jsonl(out / "checks.jsonl")}
-    assert "judge_failed" not in outcomes.values(), "the batch was retried, not given up"
-    _no_engine_left(before)
+    with _Cluster(address) as seen:
+        rerun = subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        try:
+            _wait_for_commits(out, rerun, len(first) + 1)
+            actors = _actor_processes(address)
+            assert len(actors) == 1, actors
+            os.kill(actors[0], signal.SIGKILL)  # mid-batch: the next batch was handed to it
+            _, stderr = rerun.communicate(timeout=900)
+        finally:
+            rerun.kill()
+        assert rerun.returncode == 0, stderr[-2000:]
+        ids = _ids(out)
+        assert sorted(ids) == sorted(r["id"] for r in rows[:6]), "lost or duplicated"
+        assert ids[: len(first)] == first, "committed rows are never rewritten"
+        outcomes = {row["id"]: row["outcome"] for row in read_jsonl(out / "checks.jsonl")}
+        assert "judge_failed" not in outcomes.values(), "the batch was retried, not given up"
+        _nothing_left(seen)  # the killed actor's engine and its restarted one's
 
 
 def test_offline_generation_over_two_engines_records_every_question_once(
@@ -218,17 +293,17 @@ def test_offline_generation_over_two_engines_records_every_question_once(
         'name = "ray-e2e"\n[generator]\nkind = "vllm"\nmodel = "smollm2-135m-instruct"\n'
         "max_model_len = 2048\n[generator.sampling]\nmax_tokens = 32\n"
     )
-    before = _engines()
-    done = subprocess.run(
-        [
-            sys.executable, "-m", "auditor", "run", "--pipeline", str(pipeline),
-            "--questions", str(KESTREL / "questions.jsonl"), "--index", str(index),
-            "--out", str(tmp_path / "run"), "--limit", "6", "--ray", address, "--json",
-        ],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    _no_engine_left(before)
+    with _Cluster(address) as seen:
+        done = subprocess.run(
+            [
+                sys.executable, "-m", "auditor", "run", "--pipeline", str(pipeline),
+                "--questions", str(KESTREL / "questions.jsonl"), "--index", str(index),
+                "--out", str(tmp_path / "run"), "--limit", "6", "--ray", address, "--json",
+            ],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        _nothing_left(seen)
     records = list(read_jsonl(tmp_path / "run" / "records.jsonl"))
     assert sorted(r["id"] for r in records) == sorted({r["id"] for r in records})
     assert len(records) == 6 and all(r["answer"] and r["error"] is None for r in records)
