@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from auditor.generate.base import GenerationStats, Generator, GenRequest, GenResult, OnResult
+from auditor.generate.reaper import _descendants, _start_time
 from auditor.ingest.embed import EmbedderIdentity
 from auditor.verify.base import JudgeReply
 
@@ -368,8 +369,6 @@ def ray_cluster_processes(address: str) -> dict[int, str]:
     """{pid: start time} of the local processes of the Ray cluster whose GCS is at `address`
     (HOST:PORT): its node processes (each names the cluster's session directory) and every
     process below them (workers, actors, the engines the actors started)."""
-    from auditor.generate.reaper import _descendants, _start_time
-
     port = address.rsplit(":", 1)[1]
     commands = {}
     for entry in Path("/proc").iterdir():
