@@ -28,6 +28,9 @@ from auditor.ingest.embed import Embedder
 from auditor.ingest.index import (
     GENERATION_PREFIX,
     ChunkCache,
+    gpu_count,
+    import_faiss,
+    index_params,
     remove_stale_generations,
     write_generation,
 )
@@ -319,10 +322,37 @@ def _ingest_locked(
         raise BadInput(f"{corpus_dir}: the documents produced no chunks (no text to index)")
     all_vectors = np.ascontiguousarray(np.concatenate(blocks), dtype=np.float32)
 
+    rejected_entries = [
+        RejectedEntry(path=e.path, problem=f"{e.problem}; {e.fix}") for e in rejected
+    ]
+    chunking = {
+        "chunk_size": config.chunking.chunk_size,
+        "chunk_overlap": config.chunking.chunk_overlap,
+        "unit": "embedder word pieces",
+        "splitter": "llama_index SentenceSplitter",
+        "max_chars": CHARS_PER_PIECE * config.chunking.chunk_size,
+        "segment_chars": SEGMENT_CHARS,
+    }
+    wanted_index = index_params(config.index, len(ids), gpu_count(import_faiss()))
+    if (
+        previous is not None
+        and live == previous.generation
+        and (index_dir / live).is_dir()
+        and previous.documents == entries
+        and previous.rejected == rejected_entries
+        and previous.embedder == EmbedderEntry(**embedder.identity.__dict__)
+        and previous.chunking == chunking
+        and previous.index == wanted_index
+    ):
+        # nothing changed: the live generation and manifest stay as they are, so runs made
+        # against this index (which record the manifest's hash) still match and resume
+        cache.prune(set(keys.values()))
+        return _report(index_dir, previous, previous, documents, chunks_embedded, embed_seconds)
+
     generation = _next_generation(index_dir)
     staging = index_dir / f"{generation}.tmp"
     try:
-        index_params = write_generation(
+        written_index = write_generation(
             staging,
             ids,
             all_pieces,
@@ -343,17 +373,10 @@ def _ingest_locked(
         updated_at=now,
         corpus_dir=str(corpus_dir),
         embedder=EmbedderEntry(**embedder.identity.__dict__),
-        chunking={
-            "chunk_size": config.chunking.chunk_size,
-            "chunk_overlap": config.chunking.chunk_overlap,
-            "unit": "embedder word pieces",
-            "splitter": "llama_index SentenceSplitter",
-            "max_chars": CHARS_PER_PIECE * config.chunking.chunk_size,
-            "segment_chars": SEGMENT_CHARS,
-        },
-        index=index_params,
+        chunking=chunking,
+        index=written_index,
         documents=entries,
-        rejected=[RejectedEntry(path=e.path, problem=f"{e.problem}; {e.fix}") for e in rejected],
+        rejected=rejected_entries,
         totals={"documents": len(entries), "chunks": len(ids)},
         packages=package_versions(),
     )
@@ -361,6 +384,18 @@ def _ingest_locked(
     remove_stale_generations(index_dir, generation)
     cache.prune(set(keys.values()))
 
+    return _report(index_dir, manifest, previous, documents, chunks_embedded, embed_seconds)
+
+
+def _report(
+    index_dir: Path,
+    manifest: IndexManifest,
+    previous: IndexManifest | None,
+    documents: list[Document],
+    chunks_embedded: int,
+    embed_seconds: float,
+) -> IngestReport:
+    """What an ingest did: documents added, changed, unchanged and deleted since `previous`."""
     before = {d.path: d.sha256 for d in previous.documents} if previous else {}
     report = IngestReport(index_dir=index_dir, manifest=manifest)
     for doc in documents:
@@ -372,7 +407,7 @@ def _ingest_locked(
             report.unchanged.append(doc.path)
     report.deleted = sorted(set(before) - {doc.path for doc in documents})
     report.chunks_embedded = chunks_embedded
-    report.chunks_reused = len(ids) - chunks_embedded
+    report.chunks_reused = manifest.totals["chunks"] - chunks_embedded
     report.embed_seconds = embed_seconds
     return report
 

@@ -28,7 +28,14 @@ from auditor.llama import import_llama_core
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["ChunkCache", "build_faiss_index", "import_faiss", "write_generation"]
+__all__ = [
+    "ChunkCache",
+    "build_faiss_index",
+    "gpu_count",
+    "import_faiss",
+    "index_params",
+    "write_generation",
+]
 
 GENERATION_PREFIX = "gen-"
 
@@ -42,7 +49,7 @@ def import_faiss() -> Any:
     return faiss
 
 
-def _gpu_count(faiss: Any) -> int:
+def gpu_count(faiss: Any) -> int:
     get = getattr(faiss, "get_num_gpus", None)
     return int(get()) if get else 0
 
@@ -51,39 +58,47 @@ def build_faiss_index(vectors: np.ndarray, config: IndexConfig) -> tuple[Any, di
     """An empty (trained, for IVF) inner-product index for these vectors, and its settings."""
     faiss = import_faiss()
     dim = int(vectors.shape[1])
-    params: dict[str, Any] = {"kind": config.kind, "metric": "inner_product"}
+    params = index_params(config, int(vectors.shape[0]), gpu_count(faiss))
     if isinstance(config, FlatIndexConfig):
         index = faiss.IndexFlatIP(dim)
     elif isinstance(config, HNSWIndexConfig):
         index = faiss.IndexHNSWFlat(dim, config.m, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = config.ef_construction
         index.hnsw.efSearch = config.ef_search
+    elif isinstance(config, IVFIndexConfig):
+        quantizer = faiss.IndexFlatIP(dim)
+        index = faiss.IndexIVFFlat(quantizer, dim, params["nlist"], faiss.METRIC_INNER_PRODUCT)
+        if gpu_count(faiss) > 0:
+            # k-means is the expensive part of IVF; train on the GPUs, keep a CPU index to persist.
+            gpu_index = faiss.index_cpu_to_all_gpus(index)
+            gpu_index.train(vectors)
+            index = faiss.index_gpu_to_cpu(gpu_index)
+        else:
+            index.train(vectors)
+        index.nprobe = params["nprobe"]
+        index.quantizer_trains_alone = 0
+    else:  # pragma: no cover - the discriminated union admits nothing else
+        raise TypeError(config)
+    return index, params
+
+
+def index_params(config: IndexConfig, count: int, gpus: int) -> dict[str, Any]:
+    """The settings an index of `count` vectors gets (recorded in the manifest)."""
+    params: dict[str, Any] = {"kind": config.kind, "metric": "inner_product"}
+    if isinstance(config, HNSWIndexConfig):
         params |= {
             "m": config.m,
             "ef_construction": config.ef_construction,
             "ef_search": config.ef_search,
         }
     elif isinstance(config, IVFIndexConfig):
-        count = int(vectors.shape[0])
         nlist = config.nlist or max(1, int(4 * math.sqrt(count)))
         nlist = max(1, min(nlist, count))  # k-means needs at least one point per cluster
-        quantizer = faiss.IndexFlatIP(dim)
-        index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
-        if _gpu_count(faiss) > 0:
-            # k-means is the expensive part of IVF; train on the GPUs, keep a CPU index to persist.
-            gpu_index = faiss.index_cpu_to_all_gpus(index)
-            gpu_index.train(vectors)
-            index = faiss.index_gpu_to_cpu(gpu_index)
+        if gpus > 0:
             params["trained_on"] = "gpu"
-        else:
-            index.train(vectors)
-        index.nprobe = min(config.nprobe, nlist)
-        index.quantizer_trains_alone = 0
-        params |= {"nlist": nlist, "nprobe": index.nprobe}
-    else:  # pragma: no cover - the discriminated union admits nothing else
-        raise TypeError(config)
-    params["faiss"] = "gpu" if _gpu_count(faiss) > 0 else "cpu"
-    return index, params
+        params |= {"nlist": nlist, "nprobe": min(config.nprobe, nlist)}
+    params["faiss"] = "gpu" if gpus > 0 else "cpu"
+    return params
 
 
 def write_generation(

@@ -67,7 +67,29 @@ def test_reingest_skips_unchanged_documents(
     assert len(fake_embedder.embedded_texts) == embedded_before
     assert sorted(report.unchanged) == sorted(DOCS)
     assert (report.chunks_embedded, report.chunks_reused) == (0, 4)
+
+
+def test_reingest_with_nothing_changed_keeps_the_manifest(
+    write_corpus: WriteCorpus, tmp_path: Path, fake_embedder: FakeEmbedder
+) -> None:
+    """An ingest that changes nothing rewrites nothing: runs record the manifest's hash, so a
+    re-run `make demo` (ingest, then a resumed audit) must find the same index; a changed
+    document or index setting still writes a new generation."""
+    corpus, index = write_corpus(DOCS), tmp_path / "index"
+    ingest_corpus(corpus, index, IngestConfig(), fake_embedder)
+    before = (index / "manifest.json").read_bytes()
+    ingest_corpus(corpus, index, IngestConfig(), fake_embedder)
+    assert (index / "manifest.json").read_bytes() == before
+    assert [p.name for p in index.glob("gen-*")] == ["gen-000001"]
+
+    hnsw = IngestConfig.model_validate({"index": {"kind": "hnsw"}})
+    ingest_corpus(corpus, index, hnsw, fake_embedder)
+    assert read_manifest(index).index["kind"] == "hnsw"
     assert [p.name for p in index.glob("gen-*")] == ["gen-000002"]
+    (corpus / "returns.md").write_text("# Returns\n\nReturns: 45 days.", encoding="utf-8")
+    report = ingest_corpus(corpus, index, hnsw, fake_embedder)
+    assert report.changed == ["returns.md"]
+    assert [p.name for p in index.glob("gen-*")] == ["gen-000003"]
 
 
 def test_changed_and_deleted_documents_leave_no_stale_chunk(
