@@ -459,6 +459,13 @@ class JudgeConfig(_Model):
         "states it reaches this; chosen on labelled answers by `bench/agreement.py --cv` "
         "(the threshold with the highest balanced accuracy).",
     )
+    claims: Literal["listed", "sentences"] = Field(
+        "listed",
+        description="What is checked: `listed`, the claims the judge lists (one call per "
+        "answer), each checked against its answer (premise_check), with every sentence the "
+        "list left out; `sentences`, the answer's sentences as written (no listing call, no "
+        "premise check: MiniCheck's finding that a small checker needs no decomposition).",
+    )
     premise_check: bool = Field(
         True,
         description="Check each listed claim against its own answer first (does the answer make "

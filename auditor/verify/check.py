@@ -208,7 +208,7 @@ def check_into(
     manifest |= {"status": "complete", "finished_at": utc_now()}
     if (scale := runner.record()) is not None:
         manifest["scale"] = scale
-    if config.premise_check and "faithfulness" in config.metrics:
+    if config.premise_check and config.claims == "listed" and "faithfulness" in config.metrics:
         # listed claims the answer does not make, dropped and checked as written instead
         manifest["listing"] = {
             "listed_claims": summary.listed_claims,

@@ -25,7 +25,7 @@ from auditor.verify.extraction import (
     without_attribution,
 )
 
-__all__ = ["claims_call", "claims_of", "listed_claims", "with_sentences"]
+__all__ = ["claims_call", "claims_of", "listed_claims", "sentence_claims", "with_sentences"]
 
 
 def claims_call(item: AnswerItem, config: JudgeConfig) -> tuple[JudgeCall, type[ExtractedClaims]]:
@@ -82,3 +82,11 @@ def claims_of(item: AnswerItem, extracted: list[str], config: JudgeConfig) -> li
     that no listed claim carries, as written (every statement of the answer is checked,
     whatever the judge's list left out)."""
     return with_sentences(item, listed_claims(item, extracted, config), [], config)
+
+
+def sentence_claims(item: AnswerItem, config: JudgeConfig) -> list[Claim]:
+    """The answer's statements as written (`claims = "sentences"`): every sentence and clause,
+    cleaned as `with_sentences` cleans the sentences a claim list left out (list markers,
+    citations and attributions removed; headers, questions, question echoes and fragments
+    skipped); the bare sentences when none is left."""
+    return with_sentences(item, [], [], config) or listed_claims(item, [], config)

@@ -2,8 +2,10 @@
 
     0. each answer's outcome        claims.answer_outcome (checked, refusal, no_context, ...)
     1. list the claims              listing.claims_call, listed_claims      judge: claims
+       (claims = "sentences": the answer's sentences, listing.sentence_claims; no judge call)
     2. keep the claims it makes     premise.premise_call, stated            judge: claims vs answer
        + sentences no claim carries listing.with_sentences (a refusal: extraction.refusal_claims)
+       (claims = "sentences": nothing to check, no judge call)
     3. choose the evidence          evidence.rank_chunks, entailment_calls  judge: claim-chunk labels
     4. decide                       verdicts.decide
     5. check the quote (optional)   quotes.quote_call, apply_quote          judge: quote labels
@@ -28,7 +30,7 @@ from auditor.verify.entailment import label_probabilities
 from auditor.verify.evidence import ClaimChecks, Embed, entailment_calls
 from auditor.verify.extraction import refusal_claims, source_sentence, written_in
 from auditor.verify.kb import KnowledgeBase, attach_kb_chunks
-from auditor.verify.listing import claims_call, listed_claims, with_sentences
+from auditor.verify.listing import claims_call, listed_claims, sentence_claims, with_sentences
 from auditor.verify.metrics import METRIC_FIELDS, Planned, RagasMetric, metrics_for
 from auditor.verify.premise import premise_call, stated
 from auditor.verify.quotes import apply_quote, quote_call
@@ -39,6 +41,8 @@ __all__ = ["check_batch", "failed_row"]
 
 # what a listing error records: the dropped claim and what the judge said of it
 ListingError = dict[str, Any]
+# the outcomes whose claims are checked against the sources
+_CLAIMS_CHECKED = frozenset({"checked", "truncated", "no_context"})
 
 
 def check_batch(
@@ -54,13 +58,21 @@ def check_batch(
     asker = Asker(judge, config.retries, usage, on_calls)
     metrics = metrics_for(config)
     faithfulness = "faithfulness" in config.metrics
-    premise = faithfulness and config.premise_check
+    listing = faithfulness and config.claims == "listed"
+    premise = listing and config.premise_check
     stages = _stage_labels(2 + premise + config.quote_check)
     failures: dict[str, list[str]] = {item.id: [] for item in batch}
 
     outcomes = {item.id: _outcome(item, config) for item in batch}
-    first = list_claims(batch, outcomes, config, metrics, asker, next(stages), faithfulness)
-    listed = read_claim_lists(batch, first, config, failures)
+    first = list_claims(batch, outcomes, config, metrics, asker, next(stages), listing)
+    if listing:
+        listed = read_claim_lists(batch, first, config, failures)
+    else:
+        listed = {
+            item.id: sentence_claims(item, config)
+            for item in batch
+            if faithfulness and outcomes[item.id] in _CLAIMS_CHECKED
+        }
     claims, listing_errors = keep_stated_claims(
         batch, outcomes, listed, config, asker, next(stages) if premise else None, faithfulness
     )
@@ -119,14 +131,14 @@ def list_claims(
     metrics: list[RagasMetric],
     asker: Asker,
     stage: str,
-    faithfulness: bool,
+    listing: bool,
 ) -> dict[CallKey, Any]:
-    """Step 1: the judge lists each answer's claims; every metric's independent calls ride
-    along. Returns every reply of the stage."""
+    """Step 1: the judge lists each answer's claims (`listing`); every metric's independent
+    calls ride along. Returns every reply of the stage."""
     calls: list[Planned] = []
     for item in batch:
         outcome = outcomes[item.id]
-        if faithfulness and outcome in {"checked", "truncated", "no_context"}:
+        if listing and outcome in _CLAIMS_CHECKED:
             calls.append(claims_call(item, config))
         for metric in metrics:
             calls.extend(metric.plan(item, outcome))

@@ -181,3 +181,26 @@ def test_the_prompt_puts_the_claim_last() -> None:
     prompt = premise_prompt("Q?", "An answer.", "A claim.")
     assert prompt.endswith("Claim: A claim.\nAnswer:")
     assert "Question: Q?\nAnswer given: An answer." in prompt
+
+
+def test_sentence_mode_checks_the_answer_as_written_without_listing(tmp_path: Path) -> None:
+    """claims = "sentences": no listing call and no premise call; the claims are the answer's
+    statements as written (the list marker gone, the header skipped), each checked against
+    the chunk; the judge's invented claim never appears, and a wrong sentence is flagged."""
+    judge = ListingJudge(["The Brio kettle has a keep-warm mode."])
+    answer = (
+        "Here is what the passage says:\n"
+        "- The Brio kettle boils 1.7 litres in four minutes.\n"
+        "- The Brio kettle has a ten-year warranty on its heating element."
+    )
+    row = _check(tmp_path, judge, answer, claims="sentences")
+    stages = {c.key.stage for c in judge.calls}
+    assert "claims" not in stages and "premise" not in stages
+    assert [c["text"] for c in row["claims"]] == [
+        "The Brio kettle boils 1.7 litres in four minutes.",
+        "The Brio kettle has a ten-year warranty on its heating element.",
+    ]
+    assert [c["verdict"] for c in row["claims"]] == ["supported", "unsupported"]
+    assert row["hallucinated"] is True
+    assert "listed_claims" not in row
+    assert "listing" not in json.loads((tmp_path / CHECK_MANIFEST).read_text())
