@@ -1,32 +1,47 @@
 """`auditor audit`: run, check and report, chained over one or several pipelines.
 
 Engines run one after another (2-core machines hold one at a time): every pipeline's
-generator answers and is freed, then one judge checks every run dir. Each stage resumes from
-its artifacts, so re-running an interrupted audit picks up where it stopped.
+generator answers and is freed, then one judge checks every run dir. A pipeline whose
+in-process engine is the judge's (same weights, dtype and engine settings: the demo's 1.5B)
+generates last and its engine stays up to check (`SharedEngine`): one engine start fewer.
+Each stage resumes from its artifacts, so re-running an interrupted audit picks up where it
+stopped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from auditor.calibrate import Calibration
-from auditor.config import JudgeConfig, PipelineConfig
+from auditor.config import JudgeConfig, PipelineConfig, VLLMGeneratorConfig
 from auditor.errors import BadInput
 from auditor.files import write_json_atomic, write_text_atomic
 from auditor.gates import Gate, GateResult, evaluate_gates
+from auditor.generate.vllm_offline import VLLMGenerator, engine_settings
 from auditor.history import check_history, list_audits, record_audit
 from auditor.report import refuse_shared_names, render_report
 from auditor.results import SUMMARY, RunArtifacts, load_run, summarize_run
 from auditor.review import ReviewLabel, assign_labels, draw_review, write_review
 from auditor.run import RunCallbacks, plan_run, run_pipeline
+from auditor.scale.checking import ray_runner
 from auditor.scale.generation import cluster_generators
+from auditor.verify import judges
 from auditor.verify.answers import choose_sources
+from auditor.verify.base import Judge
 from auditor.verify.check import OnStageCalls, check_run, items_from_run
 
-__all__ = ["AuditOutcome", "finish_audit", "plan_audit", "run_audit"]
+__all__ = [
+    "AuditOutcome",
+    "SharedEngine",
+    "finish_audit",
+    "generation_order",
+    "plan_audit",
+    "run_audit",
+]
 
 
 @dataclass
@@ -116,6 +131,70 @@ def plan_audit(
     return run_dirs
 
 
+class SharedEngine:
+    """The in-process engine the judge and some pipelines start alike: lent to each such
+    pipeline's generation (its close then frees nothing), handed to the judge (whose close
+    frees it), and freed by `close` whatever happened. Started by the first that needs it;
+    the judge starts its own when no pipeline had answers left to generate."""
+
+    def __init__(
+        self,
+        judge_generator: VLLMGeneratorConfig,
+        on_stage: Callable[[str], None] = lambda message: None,
+    ) -> None:
+        self.settings = engine_settings(judge_generator)
+        self.on_stage = on_stage
+        self.engine: Any = None
+
+    def serves(self, generator: Any) -> bool:
+        """Whether a pipeline's generator config starts this engine."""
+        return isinstance(generator, VLLMGeneratorConfig) and (
+            engine_settings(generator) == self.settings
+        )
+
+    def generator(self, cfg: VLLMGeneratorConfig, **callbacks: Any) -> Any:
+        """`run_pipeline`'s generator factory: this engine with the pipeline's sampling."""
+        if self.engine is None:
+            self.engine = VLLMGenerator.from_config(cfg, **callbacks)
+            return _Lent(self.engine)
+        self.on_stage(f"reusing the vLLM engine for {cfg.model}")
+        return _Lent(self.engine.sharing(cfg))
+
+    def judge(self, config: JudgeConfig) -> Judge:
+        """`check_run`'s judge factory: the judge on this engine when it is up."""
+        if self.engine is None:
+            return judges.make_judge(config)
+        assert isinstance(config.generator, VLLMGeneratorConfig)
+        self.on_stage(f"the judge checks on the engine that generated ({config.generator.model})")
+        return judges.GeneratorJudge(self.engine.sharing(config.generator))
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+
+
+class _Lent:
+    """A generator on a shared engine whose close leaves the engine up."""
+
+    def __init__(self, generator: Any) -> None:
+        self.generator = generator
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.generator, name)
+
+    def close(self) -> None:
+        pass
+
+
+def generation_order(pipelines: Sequence[PipelineConfig], shared: SharedEngine | None) -> list[int]:
+    """The pipelines' indices in the order they generate: those on the judge's engine last,
+    so that engine is the one still up when checking starts."""
+    if shared is None:
+        return list(range(len(pipelines)))
+    on_judge = [shared.serves(p.generator) for p in pipelines]
+    return sorted(range(len(pipelines)), key=lambda i: on_judge[i])
+
+
 def run_audit(
     pipelines: Sequence[PipelineConfig],
     questions_path: Path,
@@ -155,9 +234,21 @@ def run_audit(
         judge_config = calibration.judge_config(judge_config)  # refuses another judge's settings
 
     run_dirs = plan_audit(pipelines, questions_path, index_dir, out_dir, limit, history_path)
-    with cluster_generators(ray, ray_actors) as on_cluster:
-        for config, run_dir in zip(pipelines, run_dirs, strict=True):
+    shared = (
+        SharedEngine(judge_config.generator, on_stage)
+        if ray is None
+        and generator_factory is None
+        and judge_factory is None
+        and isinstance(judge_config.generator, VLLMGeneratorConfig)
+        else None
+    )
+    with cluster_generators(ray, ray_actors) as on_cluster, _closing(shared):
+        for index in generation_order(pipelines, shared):
+            config, run_dir = pipelines[index], run_dirs[index]
             on_stage(f"pipeline {config.name}: retrieval and generation -> {run_dir}")
+            factory = generator_factory or on_cluster
+            if shared is not None and shared.serves(config.generator):
+                factory = shared.generator
             run_pipeline(
                 config,
                 questions_path,
@@ -165,7 +256,7 @@ def run_audit(
                 run_dir,
                 limit=limit,
                 callbacks=run_callbacks,
-                generator_factory=generator_factory or on_cluster,
+                generator_factory=factory,
             )
 
         targets = []
@@ -177,14 +268,17 @@ def run_audit(
             targets,
             judge_config,
             kb_index=index_dir,
-            judge_factory=judge_factory,
+            judge_factory=shared.judge if shared is not None else judge_factory,
             embed=embed,
             on_stage=on_stage,
             on_check_start=on_check_start,
             on_batch=on_check_batch,
             on_calls=on_check_calls,
-            ray=ray,
-            ray_actors=ray_actors,
+            open_runner=(
+                None
+                if ray is None
+                else ray_runner(ray, ray_actors, judge_config, index_dir, on_stage=on_stage)
+            ),
         )
     on_stage("summaries, gates and report")
     return finish_audit(
@@ -198,3 +292,13 @@ def run_audit(
         labels_path=labels_path,
         review=review,
     )
+
+
+@contextmanager
+def _closing(shared: SharedEngine | None) -> Iterator[None]:
+    """The shared engine is freed when generation and checking end, whatever happened."""
+    try:
+        yield
+    finally:
+        if shared is not None:
+            shared.close()

@@ -444,3 +444,113 @@ def test_the_stage_clock_says_where_an_audits_time_went() -> None:
     assert clock.seconds["big: model preparation"] == 2.0  # two messages, one stage
     assert clock.seconds["judge start"] == 2.0
     assert lines[-1].endswith("14.0 s")  # from the first message to the last
+
+
+class _Engine(FakeGenerator):
+    """A started engine (fake): generators on it share it; the owner's close frees it."""
+
+    def __init__(self, model: str, log: list[str]) -> None:
+        super().__init__()
+        self.model, self.log = model, log
+        log.append(f"start {model}")
+
+    def sharing(self, cfg: Any) -> _Engine:
+        self.log.append(f"share {self.model}")
+        return self
+
+    def close(self) -> None:
+        if not self.closed:
+            self.log.append(f"close {self.model}")
+        super().close()
+
+
+def test_the_judge_checks_on_the_engine_of_the_pipeline_with_its_settings(
+    corpus: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pipeline whose in-process engine is the judge's (same weights and engine settings,
+    other sampling) generates last and its engine checks every run: one engine start fewer,
+    freed once, after the check; another pipeline's engine starts and stops as before."""
+    from auditor import audit
+    from auditor.verify import judges
+
+    judge_config = JudgeConfig(metrics=["faithfulness"])
+    same = judge_config.generator.model_dump() | {"sampling": {"max_tokens": 64}}
+    pipelines = [
+        _pipeline("on-judge").model_copy(
+            update={
+                "generator": PipelineConfig.model_validate(
+                    {"name": "x", "generator": same}
+                ).generator
+            }
+        ),
+        _pipeline("small"),
+    ]
+    log: list[str] = []
+    monkeypatch.setattr(
+        audit.VLLMGenerator, "from_config", lambda cfg, **_: _Engine(cfg.model, log)
+    )
+
+    def judge_on(engine: _Engine) -> FakeJudge:
+        assert not engine.closed, "the engine was freed before the check"
+        log.append(f"judge on {engine.model}")
+        return FakeJudge()
+
+    monkeypatch.setattr(judges, "GeneratorJudge", judge_on)
+    monkeypatch.setattr(judges, "make_judge", lambda config: pytest.fail("a second judge engine"))
+    index, questions = corpus
+    run_audit(
+        pipelines, questions, index, tmp_path / "audit", judge_config, embed=FakeEmbedder().embed
+    )
+    judge_model = judge_config.generator.model
+    assert log == [
+        "start smollm2-135m-instruct",
+        "close smollm2-135m-instruct",
+        f"start {judge_model}",
+        f"share {judge_model}",
+        f"judge on {judge_model}",
+        f"close {judge_model}",
+    ]
+    for name in ("on-judge", "small"):
+        assert (tmp_path / "audit" / name / "checks.jsonl").is_file()
+
+
+def test_engines_that_differ_from_the_judges_are_not_shared() -> None:
+    """Another dtype, context, KV cache or engine argument starts another engine; sampling
+    does not (it is per request)."""
+    from auditor.audit import SharedEngine
+
+    judge = JudgeConfig().generator
+    shared = SharedEngine(judge)  # type: ignore[arg-type]
+    assert shared.serves(
+        judge.model_copy(
+            update={
+                "sampling": judge.sampling.model_copy(update={"max_tokens": 64, "temperature": 0.7})
+            }
+        )
+    )
+    for change in (
+        {"dtype": "float32"},
+        {"max_model_len": 2048},
+        {"kv_cache_gib": 3.0},
+        {"engine_args": {}},
+        {"model": "qwen2.5-coder-0.5b-instruct"},
+    ):
+        assert not shared.serves(judge.model_copy(update=change)), change
+
+
+def test_the_demos_1_5b_pipeline_runs_on_the_judges_engine_on_two_cores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`make demo` on the 2-core machine: the qwen-1.5b-cpu pipeline starts the default
+    judge's engine (its engine settings are the judge's), so the judge needs no engine of
+    its own; the 0.5B pipeline starts another."""
+    import os
+
+    from auditor.audit import SharedEngine
+    from auditor.config import load_pipeline
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    shared = SharedEngine(JudgeConfig().generator)  # type: ignore[arg-type]
+    pipelines = Path(__file__).resolve().parents[1] / "pipelines"
+    assert shared.serves(load_pipeline(pipelines / "qwen-1.5b-cpu.toml").generator)
+    assert not shared.serves(load_pipeline(pipelines / "qwen-0.5b-cpu.toml").generator)

@@ -99,3 +99,17 @@ def test_tests_do_not_import_benches() -> None:
         )
     ]
     assert found == []
+
+
+def test_the_check_knows_nothing_of_ray() -> None:
+    """`auditor.scale` wraps the claim check (its actors call `check_batch`; `check_run` takes
+    the runner it opens): no module of `auditor.verify` imports it, at any depth."""
+    graph = _module_imports()
+    upward = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if module.startswith("auditor.verify")
+        for target in targets
+        if target.startswith("auditor.scale")
+    )
+    assert upward == []

@@ -22,6 +22,7 @@ from auditor.cli.terminal import engine_output_to
 from auditor.config import load_judge, parse_set_option
 from auditor.errors import AuditorError
 from auditor.ingest.manifest import read_manifest
+from auditor.scale.checking import ray_runner
 from auditor.store import ENGINE_LOG
 from auditor.verify.answers import (
     choose_sources,
@@ -123,8 +124,11 @@ def check(
             on_batch=display.advance,
             on_calls=display.step,
             kb_index=kb_index,
-            ray=ray,
-            ray_actors=ray_actors,
+            open_runner=(
+                None
+                if ray is None
+                else ray_runner(ray, ray_actors, config, kb_index, on_stage=display.say)
+            ),
         )
     if as_json:
         click.echo(

@@ -24,7 +24,7 @@ from auditor.generate.reaper import watch_engines
 from auditor.interrupt import interrupted, raise_if_interrupted
 from auditor.models import resolve_model
 
-__all__ = ["VLLMGenerator", "is_cpu_build"]
+__all__ = ["VLLMGenerator", "engine_settings", "is_cpu_build"]
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +99,23 @@ def _first_token_logprobs(logprobs: Any) -> dict[str, float] | None:
     return found
 
 
+def engine_settings(cfg: VLLMGeneratorConfig) -> dict[str, Any]:
+    """What an engine is started with: weights, dtype, context, parallelism, cores, KV cache,
+    engine arguments and seed. Two configs with the same settings can share one engine;
+    sampling (temperature, max tokens) is per request."""
+    return {
+        "model": cfg.model,
+        "dtype": cfg.dtype,
+        "max_model_len": cfg.max_model_len,
+        "enforce_eager": cfg.enforce_eager,
+        "tensor_parallel_size": cfg.tensor_parallel_size,
+        "kv_cache_gib": cfg.kv_cache_gib,
+        "cpu_threads": cfg.cpu_threads,
+        "engine_args": cfg.engine_args,
+        "seed": cfg.sampling.seed,
+    }
+
+
 class VLLMGenerator:
     """A vLLM engine in this process, for one model."""
 
@@ -140,6 +157,21 @@ class VLLMGenerator:
         self.startup_s = time.perf_counter() - started
         self.tokenizer = self.llm.get_tokenizer()
         self._batches = 0
+        self._tag = "b"  # engine request ids: "b<batch>-<n>"; generators sharing it use others
+        self._owner: VLLMGenerator | None = None  # set on a generator sharing another's engine
+
+    def sharing(self, cfg: VLLMGeneratorConfig) -> VLLMGenerator:
+        """A generator with `cfg`'s sampling on this engine (`cfg` starts the same engine:
+        `engine_settings`), so an audit's judge checks on the engine that generated. Closing
+        either frees the engine once."""
+        if engine_settings(cfg) != engine_settings(self.cfg):
+            raise ValueError(f"{cfg.model}: another engine than {self.cfg.model}'s")
+        owner = self._owner or self
+        shared = object.__new__(VLLMGenerator)
+        shared.__dict__ |= owner.__dict__ | {"cfg": cfg, "startup_s": 0.0, "_batches": 0}
+        shared._tag = f"s{id(shared)}-"
+        shared._owner = owner
+        return shared
 
     @classmethod
     def from_config(
@@ -209,7 +241,7 @@ class VLLMGenerator:
         for number, request in enumerate(requests):
             try:
                 prompt_text, ids = self.render(request.messages)
-                engine_id = f"b{self._batches}-{number}"
+                engine_id = f"{self._tag}{self._batches}-{number}"
                 params = shared if _plain(request) else self.sampling_params(request)
                 engine.add_request(engine_id, TokensPrompt(prompt_token_ids=ids), params)
             except ValueError as exc:  # e.g. prompt longer than max_model_len
@@ -275,6 +307,11 @@ class VLLMGenerator:
         """Shut the engine down and free its memory before another one starts."""
         import gc
 
+        owner = getattr(self, "_owner", None)
+        if owner is not None:  # a sharing generator: the engine is its owner's
+            self.__dict__.pop("llm", None)
+            owner.close()
+            return
         llm = getattr(self, "llm", None)
         if llm is not None:
             # the engine core runs in its own process; without this, exit waits on it

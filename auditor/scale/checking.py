@@ -21,20 +21,30 @@ from __future__ import annotations
 
 import json
 import pickle
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from auditor.config import EmbedderConfig, JudgeConfig
 from auditor.errors import AuditorError
 from auditor.ingest import embed as embedders
-from auditor.scale.cluster import ACTOR_RETRIES, ActorPlan, on_actors
+from auditor.ingest.manifest import read_manifest
+from auditor.scale.cluster import (
+    ACTOR_RETRIES,
+    LOCAL,
+    ActorPlan,
+    on_actors,
+    plan_actors,
+    ray_cluster,
+)
 from auditor.verify import judges
 from auditor.verify.answers import AnswerItem
-from auditor.verify.kb import KnowledgeBase
+from auditor.verify.check import BatchRunner, OpenRunner
+from auditor.verify.kb import KnowledgeBase, kb_identity
 from auditor.verify.pipeline import check_batch, failed_row
 
-__all__ = ["JudgeActor", "RayCheck"]
+__all__ = ["JudgeActor", "RayCheck", "ray_runner"]
 
 
 class JudgeActor:
@@ -134,3 +144,32 @@ class RayCheck:
                 f"{first}): install the same model files on every node"
             )
         self.identities.setdefault(node, identity)
+
+
+def ray_runner(
+    ray: str,
+    ray_actors: int | None,
+    config: JudgeConfig,
+    kb_index: Path | None,
+    on_stage: Callable[[str], None] = lambda message: None,
+) -> OpenRunner:
+    """`check_run`'s runner on a Ray cluster (an address, or `LOCAL`): judge actors, one
+    engine each, joined when some answer is left to check and left when the check ends."""
+
+    @contextmanager
+    def open_runner(
+        items: list[AnswerItem],
+    ) -> Iterator[tuple[BatchRunner, dict[str, Any] | None]]:
+        uses_kb = kb_index is not None and any(i.sources != "returned" for i in items)
+        kb_id = (
+            kb_identity(kb_index, read_manifest(kb_index).totals.get("chunks"))
+            if kb_index is not None and uses_kb
+            else None
+        )
+        on_stage(f"joining the Ray cluster ({'local' if ray == LOCAL else ray})")
+        with ray_cluster(ray) as ray_api:
+            plan = plan_actors(ray_api, config, ray_actors)
+            on_stage(f"checking with {plan.describe()}")
+            yield RayCheck(ray_api, ray, plan, config, kb_index if uses_kb else None), kb_id
+
+    return open_runner

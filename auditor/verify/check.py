@@ -11,6 +11,7 @@ and an interrupted check resumes where it stopped.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -19,9 +20,6 @@ from auditor.config import EmbedderConfig, JudgeConfig, config_sha256, without_e
 from auditor.errors import BadInput
 from auditor.files import utc_now, write_json_atomic
 from auditor.ingest import embed as embedders
-from auditor.ingest.manifest import read_manifest
-from auditor.scale.checking import RayCheck
-from auditor.scale.cluster import LOCAL, plan_actors, ray_cluster
 from auditor.store import CHECK_MANIFEST, RecordWriter, read_check_manifest, read_jsonl
 from auditor.verify import judges
 from auditor.verify.answers import AnswerItem, import_answers, items_from_run
@@ -34,8 +32,10 @@ from auditor.versions import package_versions
 __all__ = [
     "CHECKS",
     "AnswerItem",
+    "BatchRunner",
     "CheckSummary",
     "OnStageCalls",
+    "OpenRunner",
     "check_items",
     "check_run",
     "import_answers",
@@ -95,13 +95,21 @@ def _same_judge(previous: dict[str, Any], current: dict[str, Any]) -> bool:
 
 
 class BatchRunner(Protocol):
-    """Where batches are checked: this process (`LocalBatches`) or a Ray cluster (`RayCheck`)."""
+    """Where batches are checked: this process (`LocalBatches`) or a Ray cluster
+    (`auditor.scale.checking.RayCheck`)."""
 
     def identity(self) -> dict[str, Any] | None: ...
 
     def record(self) -> dict[str, Any] | None: ...
 
     def batches(self, todo: list[AnswerItem]) -> Iterator[list[dict[str, Any]]]: ...
+
+
+# Opens a runner for the answers left to check, with the knowledge base's identity to record
+# (None: not checked against it); the runner's engines are freed when the context ends.
+OpenRunner = Callable[
+    [list[AnswerItem]], AbstractContextManager[tuple[BatchRunner, dict[str, Any] | None]]
+]
 
 
 @dataclass
@@ -229,32 +237,22 @@ def check_run(
     on_batch: Callable[[int], None] | None = None,
     on_calls: OnStageCalls | None = None,
     kb_index: Path | None = None,
-    ray: str | None = None,
-    ray_actors: int | None = None,
+    open_runner: OpenRunner | None = None,
 ) -> list[CheckSummary]:
     """Check the answers of several dirs with one embedder and one judge (`check` and `audit`).
 
     The embedder and the judge engine start only when some dir has answers left to check,
-    and the engine is freed at the end, whatever happens. One summary per target, in order.
-    With `ray` (an address, or `LOCAL`) the batches are checked by judge actors on that
-    cluster instead, one engine each (`auditor.scale`).
+    and the engine is freed at the end, whatever happens (`judge_factory` may hand over an
+    engine that is already up: the judge's close frees it). With `open_runner` the batches
+    are checked where it says instead (`auditor.scale.checking.ray_runner`: judge actors on
+    a Ray cluster); this module knows nothing of where. One summary per target, in order.
     """
     for out_dir, items in targets:
         refuse_unresumable(out_dir, items, kb_index)
     pending = [(d, items) for d, items in targets if {i.id for i in items} - _checked_ids(d)]
     summaries: dict[Path, CheckSummary] = {}
-    if pending and ray is not None:
-        uses_kb = any(i.sources != "returned" for _, its in pending for i in its)
-        kb_id = (
-            kb_identity(kb_index, read_manifest(kb_index).totals.get("chunks"))
-            if (kb_index is not None and uses_kb)
-            else None
-        )
-        on_stage(f"joining the Ray cluster ({'local' if ray == LOCAL else ray})")
-        with ray_cluster(ray) as ray_api:
-            plan = plan_actors(ray_api, config, ray_actors)
-            on_stage(f"checking with {plan.describe()}")
-            runner = RayCheck(ray_api, ray, plan, config, kb_index if uses_kb else None)
+    if pending and open_runner is not None:
+        with open_runner([item for _, items in pending for item in items]) as (runner, kb_id):
             for out_dir, items in pending:
                 on_check_start(out_dir.name, len(items))
                 summaries[out_dir] = check_into(

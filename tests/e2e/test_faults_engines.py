@@ -362,3 +362,48 @@ def test_a_killed_ingest_keeps_the_old_index_and_resumes_to_the_same_index(
     assert _same_index(_index_content(index), old), "a killed ingest changed the index"
     subprocess.run(ingest, cwd=REPO, check=True, capture_output=True, timeout=600)
     assert _same_index(_index_content(index), _index_content(kestrel_index))
+
+
+def test_an_audit_on_the_judges_engine_starts_it_once_with_the_same_verdicts(
+    kestrel_index: Path, tmp_path: Path, smollm2_dir: Path
+) -> None:
+    """A pipeline on the judge's own engine settings: the audit starts one engine, the judge
+    checks on it, and nothing is left running; the claims and verdicts are those of the same
+    audit with the judge on an engine of its own (another KV cache size: an engine-only
+    setting, so the checks are comparable)."""
+    from auditor.store import read_jsonl
+
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(PIPELINE)
+    checks, seen = {}, {}
+    for name, kv_cache in (("shared", 1), ("apart", 1.5)):
+        judge = tmp_path / f"{name}.toml"
+        judge.write_text(
+            SMALL_JUDGE.replace(
+                "max_model_len = 2048", f"max_model_len = 2048\nkv_cache_gib = {kv_cache}"
+            )
+        )
+        command = [
+            sys.executable, "-m", "auditor", "audit", "--pipeline", str(pipeline),
+            "--questions", str(KESTREL / "questions.jsonl"), "--index", str(kestrel_index),
+            "--out", str(tmp_path / name), "--limit", "4", "--judge", str(judge),
+        ]  # fmt: skip
+        auditor = subprocess.Popen(
+            command, cwd=REPO, env=_env(smollm2_dir), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        engines: dict[int, str] = {}
+        while auditor.poll() is None:
+            engines |= {p: s for p, s in _descendants(auditor.pid).items() if _is_engine(p)}
+            time.sleep(0.5)
+        err = auditor.stderr.read() if auditor.stderr else ""
+        assert auditor.returncode == 0, err[-2000:]
+        assert ("the judge checks on the engine that generated" in err) == (name == "shared")
+        assert not [pid for pid, since in engines.items() if _alive(pid, since)]
+        seen[name] = len(engines)
+        checks[name] = [
+            (row["id"], [(c["text"], c["verdict"], c["p_supported"]) for c in row["claims"]])
+            for row in read_jsonl(tmp_path / name / "faults-e2e" / "checks.jsonl")
+        ]
+    assert seen["shared"] < seen["apart"], seen  # engine processes: one engine fewer
+    assert checks["shared"] == checks["apart"]
