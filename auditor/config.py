@@ -157,8 +157,11 @@ class VLLMGeneratorConfig(_Model):
         description="Skip torch.compile/CUDA graphs: starts in ~30 s instead of ~2 min on CPU.",
     )
     tensor_parallel_size: int = Field(1, ge=1, description="GPUs per model replica (CUDA).")
-    kv_cache_gib: float = Field(
-        1.0, gt=0, description="CPU only: KV cache size (VLLM_CPU_KVCACHE_SPACE), GiB."
+    kv_cache_gib: int = Field(
+        1,
+        ge=1,
+        description="CPU only: KV cache size (VLLM_CPU_KVCACHE_SPACE), whole GiB (vLLM refuses "
+        "a fraction, after loading the model).",
     )
     cpu_threads: str | None = Field(
         None,

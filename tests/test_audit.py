@@ -531,7 +531,7 @@ def test_engines_that_differ_from_the_judges_are_not_shared() -> None:
     for change in (
         {"dtype": "float32"},
         {"max_model_len": 2048},
-        {"kv_cache_gib": 3.0},
+        {"kv_cache_gib": 3},
         {"engine_args": {}},
         {"model": "qwen2.5-coder-0.5b-instruct"},
     ):

@@ -283,6 +283,7 @@ CASES = [
     Case("pipeline: unknown key", _pipeline("[retrieval]\ntop_kk = 3\n"), 2, "retrieval.top_kk: unknown key"),
     Case("pipeline: wrong type", _pipeline('[retrieval]\ntop_k = "many"\n'), 2, "retrieval.top_k"),
     Case("pipeline: unknown generator kind", _pipeline('[generator]\nkind = "tgi"\n'), 2, "generator"),
+    Case("pipeline: KV cache in fractions of a GiB", _pipeline('[generator]\nkind = "vllm"\nmodel = "smollm2-135m-instruct"\nkv_cache_gib = 1.5\n'), 2, "generator.kv_cache_gib"),
     Case("http target: mapping not JMESPath", _pipeline('[generator]\nkind = "http"\nendpoints = ["http://127.0.0.1:9/ask"]\nanswer = "data.[answer"\n'), 2, "p.toml: generator: answer: not a JMESPath expression"),
     Case("http target: streamed without a token path", _pipeline('[generator]\nkind = "http"\nendpoints = ["http://127.0.0.1:9/ask"]\nanswer = "a"\nstream = "sse"\n'), 2, "stream = 'sse' needs stream_token"),
     Case("pipeline: no such name", lambda tmp: ["config", "show", "no-such-pipeline"], 2, "no-such-pipeline: no such pipeline file"),

@@ -376,7 +376,7 @@ def test_an_audit_on_the_judges_engine_starts_it_once_with_the_same_verdicts(
     pipeline = tmp_path / "p.toml"
     pipeline.write_text(PIPELINE)
     checks, seen = {}, {}
-    for name, kv_cache in (("shared", 1), ("apart", 1.5)):
+    for name, kv_cache in (("shared", 1), ("apart", 2)):
         judge = tmp_path / f"{name}.toml"
         judge.write_text(
             SMALL_JUDGE.replace(
