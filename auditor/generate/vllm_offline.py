@@ -45,6 +45,10 @@ def _configure_environment(cfg: VLLMGeneratorConfig) -> None:
     os.environ.setdefault("VLLM_DO_NOT_TRACK", "1")
     if is_cpu_build():
         os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+        # One engine step on CPU prefills up to 4,096 tokens: a 1.5B model in float32 on 2
+        # busy cores took over vLLM's 300 s limit for one step and the engine died mid-check
+        # (seen 2026-12-06). A hung engine is the reaper's and Ctrl-C's business, not a timer's.
+        os.environ.setdefault("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "86400")
         # Without it vLLM tries to reserve 92 % of RAM for the KV cache and refuses to start.
         os.environ["VLLM_CPU_KVCACHE_SPACE"] = f"{cfg.kv_cache_gib:g}"
         # set per engine: an earlier engine's binding must not carry over to the next one

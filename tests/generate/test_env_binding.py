@@ -27,3 +27,15 @@ def test_a_users_own_binding_stays(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "2-5")
     vllm_offline._configure_environment(VLLMGeneratorConfig(kind="vllm", model="m"))
     assert os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "2-5"
+
+
+def test_a_long_cpu_engine_step_does_not_kill_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM's 300 s limit per engine step is lifted on the CPU build (a 4,096-token prefill of
+    the 1.5B judge on 2 busy cores outlasted it and the engine died), unless the user set it."""
+    monkeypatch.setattr(vllm_offline, "is_cpu_build", lambda: True)
+    monkeypatch.delenv("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", raising=False)
+    vllm_offline._configure_environment(VLLMGeneratorConfig(kind="vllm", model="m"))
+    assert int(os.environ["VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS"]) >= 3600
+    monkeypatch.setenv("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "120")
+    vllm_offline._configure_environment(VLLMGeneratorConfig(kind="vllm", model="m"))
+    assert os.environ["VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS"] == "120"
