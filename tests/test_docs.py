@@ -155,3 +155,35 @@ def test_fault_table_counts_its_rows() -> None:
     assert stated, "docs/faults.md: no case count beside tests/test_faults_inputs.py"
     assert int(stated.group(1)) == len(rows), f"docs/faults.md says {stated.group(1)} cases"
     assert rows == [case.name for case in CASES]
+
+
+def test_readme_demo_table_is_built_from_the_kept_run() -> None:
+    """The README's `make demo` block is what scripts/demo_table.py renders from the demo run
+    kept in docs/demo/ (format_table and the gates), so the figures cannot drift from it."""
+    out = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "demo_table.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+
+
+def test_kept_demo_run_is_the_makefiles_demo() -> None:
+    """docs/demo/ keeps a run of the demo the Makefile runs: its pipelines in order, its gates,
+    DEMO_LIMIT questions each (change one of them and the demo is to be run and kept again)."""
+    import json
+
+    audit = json.loads((REPO / "docs" / "demo" / "audit.json").read_text(encoding="utf-8"))
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    pipelines = re.search(r"^DEMO_PIPELINES\s*:=\s*(.+)$", makefile, flags=re.M)
+    gates = re.search(r"^DEMO_GATES\s*:=\s*(.+)$", makefile, flags=re.M)
+    limit = re.search(r"^DEMO_LIMIT\s*:=\s*(\d+)$", makefile, flags=re.M)
+    assert pipelines and gates and limit, "Makefile: DEMO_PIPELINES, DEMO_GATES, DEMO_LIMIT"
+    assert audit["pipelines"] == pipelines.group(1).split()
+    assert audit["gates"] == re.findall(r"--gate '([^']+)'", gates.group(1))
+    for name in audit["pipelines"]:
+        summary = json.loads(
+            (REPO / "docs" / "demo" / name / "summary.json").read_text(encoding="utf-8")
+        )
+        assert summary["pipeline"] == name
+        assert summary["requests"] == int(limit.group(1)), f"{name}: not DEMO_LIMIT questions"
