@@ -386,7 +386,7 @@ def test_an_audit_on_the_judges_engine_starts_it_once_with_the_same_verdicts(
         command = [
             sys.executable, "-m", "auditor", "audit", "--pipeline", str(pipeline),
             "--questions", str(KESTREL / "questions.jsonl"), "--index", str(kestrel_index),
-            "--out", str(tmp_path / name), "--limit", "4", "--judge", str(judge),
+            "--out", str(tmp_path / name), "--limit", "2", "--judge", str(judge),
         ]  # fmt: skip
         auditor = subprocess.Popen(
             command, cwd=REPO, env=_env(smollm2_dir), stdout=subprocess.PIPE,
