@@ -159,7 +159,8 @@ def test_real_judge_on_ragtruth_records(
     assert summary.unverifiable <= summary.claims // 2
 
 
-# Full set at the default support_threshold 0.264 (bench/contrast.py, 80 answers, verdict logic
+# Full set at the then default support_threshold 0.264 (0.28 since 2026-12-06, the shipped
+# calibration's; bench/contrast.py, 80 answers, verdict logic
 # 2026-12-04.1): wrong flagged 0.725 (CI 0.575-0.850), correct flagged 0.300 (CI 0.175-0.450);
 # this 24-answer sample measured 0.750 and 0.333 in the same run (0.583 and 0.167 before
 # answer sentences were checked too). Two answers of slack on 12 each way: the judge's claim

@@ -388,7 +388,8 @@ def test_a_calibration_corrects_only_when_given_and_only_the_judge_it_measured(
     assert _check(runner, answers, default).exit_code == 0
     done = runner.invoke(cli, ["report", str(default), "--calibration", str(cal)])
     assert done.exit_code == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert f"support_threshold is 0.264 here, {threshold} calibrated" in done.stderr
+    here = JudgeConfig().support_threshold
+    assert f"support_threshold is {here:g} here, {threshold} calibrated" in done.stderr
     assert f"auditor check ... --calibration {cal}" in done.stderr
 
     # another verdict setting: named, with the --set that fixes it
@@ -560,3 +561,26 @@ def test_a_span_less_calibration_renders_in_check_and_report(
     summary = json.loads((audited / "summary.json").read_text())
     assert summary["calibration"]["claim_level"] is None
     assert summary["metrics"]["hallucination_rate_corrected"]["value"] is None
+
+
+def test_the_default_judge_decides_at_its_shipped_calibrations_threshold() -> None:
+    """One threshold: the default judge's support_threshold is the one its shipped calibration
+    chose on labelled answers, for the verdict logic that ships, with the settings that ship
+    (both are re-made together whenever verdicts change: bench/agreement.py
+    --write-calibration, then the default set to its threshold)."""
+    from auditor.calibrate import verdict_settings
+    from auditor.verify.check import VERDICT_LOGIC
+
+    default = JudgeConfig()
+    shipped = json.loads(shipped_calibrations()[default.name].read_text(encoding="utf-8"))
+    assert default.support_threshold == shipped["threshold"]
+    assert shipped["judge"]["fingerprint"]["verdict_logic"] == VERDICT_LOGIC
+    ours = verdict_settings(default.model_dump(mode="json"))
+    theirs = shipped["judge"]["verdict_settings"]
+    assert {k: v for k, v in ours.items() if k != "generator"} == {
+        k: v for k, v in theirs.items() if k != "generator"
+    }
+    engine_only = {"cpu_threads", "kv_cache_gib", "tensor_parallel_size", "enforce_eager"}
+    assert {k: v for k, v in ours["generator"].items() if k not in engine_only} == theirs[
+        "generator"
+    ]
