@@ -239,11 +239,13 @@ def review_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
 
 def timing_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
     lines = [
-        "## Speed, side by side (`bench/ingest.py`, `bench/run_overhead.py`, "
-        "`bench/http_overhead.py`, `bench/ray_check.py`)",
+        "## Speed and cost, side by side (`bench/ingest.py`, `bench/run_overhead.py`, "
+        "`bench/http_overhead.py`, `bench/ray_check.py`, `bench/setup.py`, "
+        "`bench/judge_cost.py`)",
         "",
-        "Ratios of the auditor's side to the bare library's, measured alternately in one run "
-        "(the sides take turns to go first): median and spread over the rounds.",
+        "Figures of two sides measured alternately in one run (the sides take turns to go "
+        "first): the auditor's side against the bare library's, uv against pip, our judge "
+        "against stock RAGAS; median and spread over the rounds.",
         "",
         "| results | bench | setting | figure | median | spread | rounds | date | machine |",
         "|---|---|---|---|---|---|---|---|---|",
