@@ -92,7 +92,10 @@ with_uv() {
   [ -n "${SSL_CERT_FILE:-}" ] || [ -z "$cert" ] || export SSL_CERT_FILE=$cert
   [ -n "${UV_HTTP_TIMEOUT:-}" ] || [ -z "$timeout" ] || export UV_HTTP_TIMEOUT=$timeout
   local uv_pip=("$UV" pip --quiet)
-  local target=(--python "$VENV/bin/python" --index-strategy unsafe-best-match "${uv_index[@]}")
+  # --link-mode copy: uv hardlinks files from its cache by default, and NLTK (LlamaIndex's
+  # stopwords) refuses to open a multiply-linked file, so `auditor ingest` failed in a uv venv.
+  local target=(--python "$VENV/bin/python" --index-strategy unsafe-best-match --link-mode copy
+    "${uv_index[@]}")
   "${uv_pip[@]}" install "${target[@]}" "${constraint[@]}" "torch==2.13.0" &&
     "${uv_pip[@]}" install "${target[@]}" "${constraint[@]}" -e ".[cpu,dev,scale]" &&
     { "${uv_pip[@]}" uninstall --python "$VENV/bin/python" \

@@ -94,6 +94,8 @@ def test_uv_gets_pips_indexes_and_a_rerun_is_a_no_op(setup_env: dict[str, str]) 
         assert "--find-links /env/wheels" in call and "/file/wheels" not in call
         assert "--extra-index-url file:///a/simple --extra-index-url file:///b/simple" in call
         assert words[words.index("--index-strategy") + 1] == "unsafe-best-match"
+        # copies, not hardlinks from uv's cache: NLTK refuses a multiply-linked file
+        assert words[words.index("--link-mode") + 1] == "copy"
         assert call.endswith("cert=/etc/pip-ca.pem")
     assert "-c requirements/cpu.lock torch==2.13.0" in installs[0]
     assert "-e .[cpu,dev,scale]" in installs[1]
