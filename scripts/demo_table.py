@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -56,7 +55,10 @@ def keep(run: Path, folder: Path = KEPT) -> None:
         sys.exit(f"{run}: no summary.json for {', '.join(missing)}; run `make demo` first")
     for pipeline in pipelines:
         (folder / pipeline).mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(run / pipeline / "summary.json", folder / pipeline / "summary.json")
+        summary = json.loads((run / pipeline / "summary.json").read_text(encoding="utf-8"))
+        (folder / pipeline / "summary.json").write_text(
+            json.dumps(portable(summary), indent=1) + "\n", encoding="utf-8"
+        )
     audit = {
         "command": "make demo",
         "pipelines": pipelines,
@@ -65,6 +67,21 @@ def keep(run: Path, folder: Path = KEPT) -> None:
     }
     (folder / "audit.json").write_text(json.dumps(audit, indent=1) + "\n", encoding="utf-8")
     print(f"-> {folder}: {', '.join(pipelines)}; gates {', '.join(gates)}")
+
+
+def portable(value: Any) -> Any:
+    """`value` with each absolute "path" (the model cache of the machine that ran the demo)
+    cut to its last part: the kept run names no machine's folders."""
+    if isinstance(value, dict):
+        return {
+            k: Path(v).name
+            if k == "path" and isinstance(v, str) and v.startswith("/")
+            else portable(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [portable(v) for v in value]
+    return value
 
 
 def paired(run: Path, pipelines: list[str]) -> list[dict[str, Any]]:
