@@ -10,8 +10,8 @@ stopped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import closing, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -242,7 +242,10 @@ def run_audit(
         and isinstance(judge_config.generator, VLLMGeneratorConfig)
         else None
     )
-    with cluster_generators(ray, ray_actors) as on_cluster, _closing(shared):
+    with (
+        cluster_generators(ray, ray_actors) as on_cluster,
+        closing(shared) if shared is not None else nullcontext(),
+    ):
         for index in generation_order(pipelines, shared):
             config, run_dir = pipelines[index], run_dirs[index]
             on_stage(f"pipeline {config.name}: retrieval and generation -> {run_dir}")
@@ -292,13 +295,3 @@ def run_audit(
         labels_path=labels_path,
         review=review,
     )
-
-
-@contextmanager
-def _closing(shared: SharedEngine | None) -> Iterator[None]:
-    """The shared engine is freed when generation and checking end, whatever happened."""
-    try:
-        yield
-    finally:
-        if shared is not None:
-            shared.close()
