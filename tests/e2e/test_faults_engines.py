@@ -23,6 +23,7 @@ from auditor.config import IngestConfig
 from auditor.ingest import ingest_corpus
 from auditor.store import read_records
 from tests.conftest import KESTREL, REPO
+from tests.e2e.conftest import light_judge_toml
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
@@ -221,13 +222,8 @@ def test_a_killed_run_frees_its_engines_shared_memory_and_no_other(
         other.unlink(missing_ok=True)
 
 
-# a light judge: these tests are about processes, not verdicts (the 1.5B judge's engine is
-# the same code path, ~13 GB and a minute to start on 2 cores)
-SMALL_JUDGE = (
-    'name = "smollm2-judge"\nmetrics = ["faithfulness"]\nanswers_per_batch = 2\n'
-    '[generator]\nkind = "vllm"\nmodel = "smollm2-135m-instruct"\nmax_model_len = 2048\n'
-    "[generator.sampling]\nmax_tokens = 256\n"
-)
+# the light judge: these tests are about processes, not verdicts
+SMALL_JUDGE = light_judge_toml(all_cores=False)
 
 
 @SIGNALS

@@ -25,14 +25,12 @@ from auditor.ingest import ingest_corpus
 from auditor.store import read_jsonl
 from auditor.testing import ray_cluster_processes, ray_nodes_here
 from tests.conftest import KESTREL, REPO
+from tests.e2e.conftest import light_judge_toml
 
 pytestmark = pytest.mark.e2e
 
-SMALL_JUDGE = (
-    'name = "smollm2-judge"\nmetrics = ["faithfulness"]\nanswers_per_batch = 1\n'
-    '[generator]\nkind = "vllm"\nmodel = "smollm2-135m-instruct"\nmax_model_len = 2048\n'
-    "[generator.sampling]\nmax_tokens = 256\n"
-)
+# one answer a batch: a kill lands mid-batch with answers committed before it
+SMALL_JUDGE = light_judge_toml(answers_per_batch=1, all_cores=False)
 
 
 @pytest.fixture(scope="module")
@@ -154,24 +152,27 @@ def _wait_for_commits(out: Path, process: subprocess.Popen[Any], count: int) -> 
 
 
 def test_ray_verdicts_match_the_single_process_check(
-    cluster: tuple[str, dict[str, str]], ragtruth: Path, tmp_path: Path
+    cluster: tuple[str, dict[str, str]], smollm2_dir: Path, tmp_path: Path
 ) -> None:
-    """The default 1.5B judge on RAGTruth dev answers, two actors on two nodes, the same
-    batches (2 answers) as the single-process check it is compared with."""
+    """A judge on two actors on two nodes gives the verdicts of the single-process check it
+    is compared with, on the same batches (2 answers). The light SmolLM2 judge: two float32
+    1.5B engines (~12 GB each) do not fit beside the driver on a 24 GB machine without
+    bfloat16, and the verdicts' agreement with people is not what is tested here."""
     address, env = cluster
-    rows = [json.loads(line) for line in (ragtruth / "dev.jsonl").read_text().splitlines()]
-    answers = _answers(tmp_path / "answers.jsonl", rows[:3])
-    # claims and their verdicts are what is compared: the other RAGAS metrics would only add
-    # judge calls (CI minutes)
-    same_batches = ("--set", "answers_per_batch=2", "--set", 'metrics=["faithfulness"]')
+    env = env | {"AUDITOR_MODELS_DIR": str(smollm2_dir.parent)}
+    rows = [json.loads(line) for line in (KESTREL / "contrast.jsonl").read_text().splitlines()]
+    answers = _answers(tmp_path / "answers.jsonl", rows[:4])
+    judge = tmp_path / "judge.toml"
+    judge.write_text(light_judge_toml(answers_per_batch=2, all_cores=False))
     single = subprocess.run(
-        _check(answers, tmp_path / "single", *same_batches),
+        _check(answers, tmp_path / "single", "--judge", str(judge)),
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False,
     )  # fmt: skip
     assert single.returncode == 0, single.stderr[-2000:]
     with _Cluster(address) as seen:
+        spread_out = ("--judge", str(judge), "--ray", address, "--ray-actors", "2")
         ray = subprocess.run(
-            _check(answers, tmp_path / "ray", *same_batches, "--ray", address, "--ray-actors", "2"),
+            _check(answers, tmp_path / "ray", *spread_out),
             cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False,
         )  # fmt: skip
         assert ray.returncode == 0, ray.stderr[-2000:]
@@ -182,6 +183,7 @@ def test_ray_verdicts_match_the_single_process_check(
     same = total = 0
     gaps = []
     for ident, row in by_id.items():
+        assert spread[ident]["outcome"] == row["outcome"], ident
         assert spread[ident]["hallucinated"] == row["hallucinated"], ident
         theirs = {c["text"]: c for c in spread[ident]["claims"]}
         for claim in row["claims"]:
@@ -190,8 +192,8 @@ def test_ray_verdicts_match_the_single_process_check(
                 same += other["verdict"] == claim["verdict"]
                 if claim.get("p_supported") is not None and other.get("p_supported") is not None:
                     gaps.append(abs(claim["p_supported"] - other["p_supported"]))
-    # 1 thread per actor here, 2 in the single process: bfloat16 sums in another order move
-    # probabilities by ~1e-2 (measured), so verdicts are compared, not probabilities
+    # 1 thread per actor here, 2 in the single process: sums in another order move
+    # probabilities a little, so verdicts are compared, not probabilities
     assert total and same / total >= 0.95, (same, total, max(gaps, default=0))
     manifest = json.loads((tmp_path / "ray" / "check.json").read_text())
     assert manifest["scale"]["backend"] == "ray" and manifest["scale"]["nodes"] == 2

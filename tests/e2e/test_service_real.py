@@ -1,6 +1,6 @@
 """A deployed RAG service audited as a black box, for real: a Starlette app under uvicorn on
 127.0.0.1 (LlamaIndex over the FAISS index, `vllm serve` SmolLM2 generating), audited with the
-real 1.5B judge; and an in-house LlamaIndex query engine audited in process.
+light SmolLM2 judge (verdicts are test_check_real's); and an in-house LlamaIndex query engine audited in process.
 
 The service streams (SSE) on /stream, answers in one JSON body with its sources on /ask, and
 returns the bare answer on /bare. The audit must measure the same requests for speed and
@@ -31,7 +31,6 @@ from tests.e2e.servers import MODEL_NAME, free_port
 pytestmark = pytest.mark.e2e
 
 LIMIT = 3
-JUDGE = ["--judge-set", 'metrics=["faithfulness"]']
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +69,7 @@ def _pipeline(tmp: Path, name: str, generator: str) -> Path:
 
 
 def test_audit_of_a_streamed_and_a_silent_service(
-    rag_service: str, kestrel_index: Path, tmp_path: Path
+    rag_service: str, kestrel_index: Path, light_judge: Path, tmp_path: Path
 ) -> None:
     """One audit, two deployments of the service: streamed with its sources (checked against
     both) and bare (no contexts: checked against the knowledge base)."""
@@ -94,7 +93,7 @@ def test_audit_of_a_streamed_and_a_silent_service(
         [
             "audit", "--pipeline", str(streamed), "--pipeline", str(bare),
             "--questions", str(KESTREL / "questions.jsonl"), "--index", str(kestrel_index),
-            "--limit", str(LIMIT), "--out", str(out), *JUDGE, "-q",
+            "--limit", str(LIMIT), "--out", str(out), "--judge", str(light_judge), "-q",
         ],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -153,7 +152,7 @@ def test_audit_of_a_streamed_and_a_silent_service(
 
 
 def test_a_json_service_checked_against_what_it_returned(
-    rag_service: str, kestrel_index: Path, tmp_path: Path
+    rag_service: str, kestrel_index: Path, light_judge: Path, tmp_path: Path
 ) -> None:
     pipeline = _pipeline(
         tmp_path,
@@ -172,7 +171,7 @@ def test_a_json_service_checked_against_what_it_returned(
     )  # fmt: skip
     assert ran.exit_code == 0, ran.output
     checked = CliRunner().invoke(
-        cli, ["check", str(run), "--sources", "returned", "--set", 'metrics=["faithfulness"]', "-q"]
+        cli, ["check", str(run), "--sources", "returned", "--judge", str(light_judge), "-q"]
     )
     assert checked.exit_code == 0, checked.output
     rows = list(read_jsonl(run / "checks.jsonl"))
