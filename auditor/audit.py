@@ -33,6 +33,7 @@ from auditor.verify import judges
 from auditor.verify.answers import choose_sources
 from auditor.verify.base import Judge
 from auditor.verify.check import OnStageCalls, check_run, items_from_run
+from auditor.verify.examples import ExampleBook
 
 __all__ = [
     "AuditOutcome",
@@ -220,6 +221,7 @@ def run_audit(
     sources: str = "auto",
     ray: str | None = None,
     ray_actors: int | None = None,
+    examples: ExampleBook | None = None,
 ) -> AuditOutcome:
     """Run every pipeline into OUT/<name>/, check each, write OUT/report.html (see module doc).
 
@@ -282,6 +284,7 @@ def run_audit(
                 if ray is None
                 else ray_runner(ray, ray_actors, judge_config, index_dir, on_stage=on_stage)
             ),
+            examples=examples,
         )
     on_stage("summaries, gates and report")
     return finish_audit(

@@ -303,8 +303,14 @@ _NOT_VERDICTS = {"name", "metrics", "retries", "answers_per_batch"}
 
 def verdict_settings(config: dict[str, Any]) -> dict[str, Any]:
     """The settings of a dumped judge config that decide verdicts (the threshold included;
-    not the metrics, batch sizes or CPU threads)."""
-    return {k: v for k, v in without_engine_only(config).items() if k not in _NOT_VERDICTS}
+    not the metrics, batch sizes or CPU threads). Examples count by whether there were any
+    (their file is recorded in the check), and their memory weights only with them."""
+    settings = {k: v for k, v in without_engine_only(config).items() if k not in _NOT_VERDICTS}
+    if settings.pop("examples", None) is None:
+        settings.pop("memory", None)
+    else:
+        settings["examples"] = "given"
+    return settings
 
 
 def judge_fingerprint(

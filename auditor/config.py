@@ -441,6 +441,22 @@ def _default_judge_generator() -> VLLMGeneratorConfig:
     )
 
 
+class MemoryConfig(_Model):
+    """How what people said of an example's sentences moves a claim like it (`examples`):
+    log-odds per unit of cosine similarity above `similarity`. Chosen on the 150 RAGTruth QA
+    dev answers with their questions' labelled answers as examples (bench/examples.py)."""
+
+    similarity: float = Field(
+        0.7, ge=0.0, le=1.0, description="Below this similarity an example sentence is no memory."
+    )
+    accepted: float = Field(
+        10.0, ge=0.0, description="Lift for a claim like a sentence people accepted."
+    )
+    marked: float = Field(
+        5.0, ge=0.0, description="Drop for a claim like a sentence people marked."
+    )
+
+
 class JudgeConfig(_Model):
     """The model that checks claims, and how (`--judge JUDGE.toml`)."""
 
@@ -495,6 +511,18 @@ class JudgeConfig(_Model):
     retries: int = Field(2, ge=0, le=5, description="Re-asks after unparseable judge output.")
     answers_per_batch: int = Field(
         16, ge=1, description="Answers checked together; checks.jsonl grows by this many."
+    )
+    examples: str | None = Field(
+        None,
+        description="Labelled answers to the same questions (JSONL: id, question, answer, "
+        "hallucinated, spans?, source_id?; e.g. an earlier audit's reviews), matched by "
+        "source_id, else by question text: each claim is compared with the sentences people "
+        "accepted and marked (`memory`). The file's hash and each answer's examples are "
+        "recorded. `--examples` on check and audit.",
+    )
+    memory: MemoryConfig = Field(
+        default_factory=MemoryConfig,
+        description="How far examples move a claim (used only with `examples`).",
     )
 
 

@@ -10,10 +10,12 @@ from auditor.audit import plan_audit, run_audit
 from auditor.cli.options import (
     calibration_option,
     check_ray_option,
+    examples_option,
     index_option,
     judge_option,
     labels_option,
     load_calibration_option,
+    load_examples_option,
     load_labels_option,
     questions_option,
     ray_options,
@@ -25,8 +27,10 @@ from auditor.cli.run_cmd import _RunProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.config import load_judge, load_pipeline, parse_set_option, resolve_pipeline_path
 from auditor.gates import parse_gate
+from auditor.questions import load_questions
 from auditor.review import label_pipeline
 from auditor.store import ENGINE_LOG
+from auditor.verify.answers import AnswerItem
 
 __all__ = ["audit"]
 
@@ -64,6 +68,7 @@ __all__ = ["audit"]
 @gate_option
 @history_option
 @calibration_option("audit")
+@examples_option
 @labels_option
 @click.option(
     "--review",
@@ -88,6 +93,7 @@ def audit(
     gate_texts: tuple[str, ...],
     history_path: Path | None,
     calibration_name: str | None,
+    examples_path: Path | None,
     labels_path: Path | None,
     review: int | None,
     ray: str | None,
@@ -112,6 +118,13 @@ def audit(
         label_pipeline(label, [config.name for config in configs])
     # every input is validated before a file is written or an engine started
     plan_audit(configs, questions_path, index_dir, out_dir, limit, _history_path(history_path))
+    # the answers to come, as examples see them: by question text (run records carry no
+    # source_id)
+    asked = [
+        AnswerItem(q.id, q.question, "", q.reference, [])
+        for q in load_questions(questions_path)[:limit]
+    ]
+    judge_config, examples = load_examples_option(examples_path, judge_config, asked)
     check_ray_option(ray)
     clock = StageClock()
     with engine_output_to(out_dir / ENGINE_LOG), StderrProgress(enabled=not quiet) as display:
@@ -145,6 +158,7 @@ def audit(
             sources=sources,
             ray=ray,
             ray_actors=ray_actors,
+            examples=examples,
         )
     timings = ["where the time went (set-up is the Makefile's):", *clock.lines()]
     if review:

@@ -12,8 +12,10 @@ import click
 from auditor.cli.options import (
     calibration_option,
     check_ray_option,
+    examples_option,
     judge_options,
     load_calibration_option,
+    load_examples_option,
     ray_options,
     sources_option,
 )
@@ -61,6 +63,7 @@ __all__ = ["check"]
 @sources_option
 @judge_options
 @calibration_option("check")
+@examples_option
 @ray_options("check")
 @click.option("--limit", type=click.IntRange(1), help="Only the first N answers.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
@@ -74,6 +77,7 @@ def check(
     judge_path: Path | None,
     set_items: tuple[str, ...],
     calibration_name: str | None,
+    examples_path: Path | None,
     ray: str | None,
     ray_actors: int | None,
     limit: int | None,
@@ -111,6 +115,7 @@ def check(
     check_ray_option(ray)
     choose_sources(items[:limit], target, sources, kb_index)
     refuse_unresumable(target, items[:limit], kb_index)
+    config, examples = load_examples_option(examples_path, config, items[:limit])
     if answers is not None:
         items = import_answers(answers, target)
     items = items[:limit]
@@ -129,6 +134,7 @@ def check(
                 if ray is None
                 else ray_runner(ray, ray_actors, config, kb_index, on_stage=display.say)
             ),
+            examples=examples,
         )
     if as_json:
         click.echo(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -11,6 +11,7 @@ import click
 
 from auditor.calibrate import resolve_calibration
 from auditor.config import (
+    JudgeConfig,
     PipelineConfig,
     load_pipeline,
     parse_set_option,
@@ -20,16 +21,19 @@ from auditor.config import (
 from auditor.errors import BackendUnavailable
 from auditor.review import read_review_labels
 from auditor.scale.cluster import LOCAL, refuse_unreachable
-from auditor.verify.answers import SOURCE_CHOICES
+from auditor.verify.answers import SOURCE_CHOICES, AnswerItem
+from auditor.verify.examples import ExampleBook
 
 __all__ = [
     "calibration_option",
     "check_ray_option",
+    "examples_option",
     "index_option",
     "judge_option",
     "judge_options",
     "labels_option",
     "load_calibration_option",
+    "load_examples_option",
     "load_labels_option",
     "pipeline_options",
     "questions_option",
@@ -208,6 +212,38 @@ def load_labels_option(given: Path | None) -> Any:
     if given is None:
         return None
     return read_review_labels(given)
+
+
+examples_option = click.option(
+    "--examples",
+    "examples_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Labelled answers to the same questions (JSONL: id, question, answer, hallucinated, "
+    "spans?, source_id?; e.g. an earlier audit's reviews) that the judge remembers: a claim "
+    "like a sentence people accepted or marked moves with it. Also `examples` in the judge TOML.",
+)
+
+
+def load_examples_option(
+    given: Path | None, config: JudgeConfig, items: Sequence[AnswerItem]
+) -> tuple[JudgeConfig, ExampleBook | None]:
+    """The judge config and examples (`--examples`, else the config's `examples`), read and
+    matched to `items` before anything starts; BadInput in one line. An examples file that
+    matches no answer is said on stderr and the check goes on without it."""
+    path = given if given is not None else config.examples
+    if path is None:
+        return config, None
+    book = ExampleBook.load(Path(path))
+    matched = sum(bool(book.for_answer(i.id, i.question, i.source_id)) for i in items)
+    if not matched:
+        click.echo(
+            f"warning: {path}: no example answers any of these questions (matched by source_id, "
+            "else by question text); checking without examples",
+            err=True,
+        )
+        return config.model_copy(update={"examples": None}), None
+    return config.model_copy(update={"examples": str(path)}), book
 
 
 def check_ray_option(address: str | None) -> None:

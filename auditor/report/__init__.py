@@ -93,6 +93,7 @@ def _question_views(run: RunArtifacts, index: int) -> dict[str, dict[str, Any]]:
             "segments": _segments(record.get("answer") or "", claims),
             "claims": [
                 {"p_supported": None, "kind": "fact", "origin": "judge", "evidence": ""}
+                | {"memory": None}
                 | claim
                 | {
                     "sources": [
@@ -118,6 +119,12 @@ def _question_views(run: RunArtifacts, index: int) -> dict[str, dict[str, Any]]:
             "judge_failures": (check or {}).get("judge_failures", []),
             # listed claims the answer does not make (premise check): dropped, shown apart
             "listing_errors": (check or {}).get("listing_errors", []),
+            # labelled answers to the same question the judge had (judge `examples`), and how
+            # many of the claims' verdicts they decided
+            "examples": (check or {}).get("examples"),
+            "decided_by_examples": sum(
+                bool((c.get("memory") or {}).get("decided")) for c in claims
+            ),
             "output_tokens": record.get("output_tokens"),
             "ttft_s": record.get("ttft_s"),
             "e2e_s": record.get("e2e_s"),

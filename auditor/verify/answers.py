@@ -55,6 +55,8 @@ class AnswerItem:
     contexts_returned: bool = True  # False: a target that returns no contexts
     sources: Sources = "returned"
     kb_chunks: list[tuple[str, str]] = field(default_factory=list)
+    # what the question is called where answers were labelled (judge `examples` match by it)
+    source_id: str | None = None
 
     @property
     def pool(self) -> list[tuple[str, str]]:
@@ -86,6 +88,7 @@ def items_from_rows(rows: list[dict[str, Any]], source: Path) -> list[AnswerItem
                     chunks=[(c["chunk_id"], c["text"]) for c in row.get("retrieved") or []],
                     error=row.get("error"),
                     contexts_returned=bool(row.get("contexts_returned", True)),
+                    source_id=None if row.get("source_id") in (None, "") else str(row["source_id"]),
                 )
             )
         except (KeyError, TypeError, AttributeError) as exc:
@@ -142,6 +145,11 @@ def read_answers(answers_path: Path) -> AnswersFile:
                 "answer": answer,
                 "error": None,
             }
+            | (
+                {"source_id": str(source)}
+                if (source := data.get("source_id")) not in (None, "")
+                else {}
+            )
         )
     if not rows:
         raise BadInput(f"{answers_path}: no answers")
@@ -175,12 +183,17 @@ def _new_rows(answers: AnswersFile, out_dir: Path) -> list[dict[str, Any]]:
                 f"{manifest}: this dir holds answer {ident!r}, which {answers.path} lacks "
                 "(answers from another file); use another --out"
             )
-        if given[ident] != row:
+        # a dir written before answers kept their source_id holds the same answer without it
+        if _without_source_id(given[ident], row) != row:
             raise BadInput(
                 f"{manifest}: answer {ident!r} differs between this dir and {answers.path} "
                 "(answers from another file); use another --out"
             )
     return [row for row in answers.rows if row["id"] not in held]
+
+
+def _without_source_id(given: dict[str, Any], held: dict[str, Any]) -> dict[str, Any]:
+    return given if "source_id" in held else {k: v for k, v in given.items() if k != "source_id"}
 
 
 def refuse_other_answers(answers: AnswersFile, out_dir: Path) -> None:

@@ -134,6 +134,9 @@ class Claim:
     judgements: list[dict[str, Any]] = field(default_factory=list)
     # the focused second question (judge quote_check): the quote and the judge's word on it
     quote: dict[str, Any] | None = None
+    # what labelled examples of the question said of sentences like it (judge `examples`):
+    # the closest accepted and marked sentence, and the judge's own p_supported before them
+    memory: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -25,6 +25,7 @@ from auditor.verify import judges
 from auditor.verify.answers import AnswerItem, import_answers, items_from_run
 from auditor.verify.asker import OnStageCalls
 from auditor.verify.base import Judge
+from auditor.verify.examples import ClaimMemory, ExampleBook, MemoryWeights
 from auditor.verify.kb import KnowledgeBase, kb_identity
 from auditor.verify.pipeline import check_batch
 from auditor.versions import package_versions
@@ -91,7 +92,16 @@ def _same_judge(previous: dict[str, Any], current: dict[str, Any]) -> bool:
         return True
     if "config" not in previous:
         return False
-    return bool(without_engine_only(previous["config"]) == without_engine_only(current["config"]))
+    return _judging(previous["config"]) == _judging(current["config"])
+
+
+def _judging(config: dict[str, Any]) -> dict[str, Any]:
+    """A dumped judge config as far as resuming goes: engine speed settings aside, and the
+    example settings only where examples were given (checks made before they existed resume)."""
+    kept = without_engine_only(config)
+    if kept.get("examples") is None:
+        kept = {k: v for k, v in kept.items() if k not in ("examples", "memory")}
+    return kept
 
 
 class BatchRunner(Protocol):
@@ -145,11 +155,12 @@ def check_items(
     on_batch: Callable[[int], None] | None = None,
     on_calls: OnStageCalls | None = None,
     kb: KnowledgeBase | None = None,
+    memory: ClaimMemory | None = None,
 ) -> CheckSummary:
     """Check every item not yet in `out_dir/checks.jsonl` with `judge`, batch by batch."""
     kb_id = kb.identity() if kb is not None else None
     runner = LocalBatches(config, judge, embed, on_calls, kb)
-    return check_into(items, out_dir, config, runner, on_batch=on_batch, kb_id=kb_id)
+    return check_into(items, out_dir, config, runner, on_batch=on_batch, kb_id=kb_id, memory=memory)
 
 
 def check_into(
@@ -160,9 +171,11 @@ def check_into(
     *,
     on_batch: Callable[[int], None] | None = None,
     kb_id: dict[str, Any] | None = None,
+    memory: ClaimMemory | None = None,
 ) -> CheckSummary:
     """Check every item not yet in `out_dir/checks.jsonl` and append the rows `runner` yields,
-    each id once (the commit log a re-run resumes from)."""
+    each id once (the commit log a re-run resumes from); with `memory`, each row's claims
+    moved by the labelled examples of its question before it is written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     done = {row["id"] for row in read_jsonl(out_dir / CHECKS, repair=True)}
     todo = [item for item in items if item.id not in done]
@@ -175,6 +188,11 @@ def check_into(
     }
     if kb_id is not None and any(item.sources != "returned" for item in items):
         manifest["kb"] = kb_id
+    if memory is not None:
+        manifest["judge"]["examples"] = memory.book.provenance() | {
+            "answers_matched": memory.matched(items),
+            "weights": memory.weights.to_json(),
+        }
     previous = read_check_manifest(out_dir)
     if previous is not None:
         if done and not _same_judge(previous.get("judge", {}), manifest["judge"]):
@@ -184,6 +202,7 @@ def check_into(
             )
         if done:
             _refuse_other_sources(out_dir, items)
+            _refuse_other_examples(out_dir, previous, manifest)
         manifest["started_at"] = previous.get("started_at", manifest["started_at"])
         if "identity" in previous.get("judge", {}):  # until a cluster's actors report theirs
             manifest["judge"]["identity"] = previous["judge"]["identity"]
@@ -197,6 +216,7 @@ def check_into(
 
     summary = CheckSummary(out_dir=out_dir, skipped=len(items) - len(todo))
     written = set(done)
+    by_id = {item.id: item for item in todo}
     with RecordWriter(out_dir, CHECKS) as writer:
         for rows in runner.batches(todo):
             if identity is None and (identity := runner.identity()) is not None:
@@ -205,6 +225,8 @@ def check_into(
             for row in rows:
                 if row["id"] in written:  # a batch retried after its rows arrived: once only
                     continue
+                if memory is not None:
+                    memory.apply(row, by_id[row["id"]])
                 writer.write(row)
                 written.add(row["id"])
                 _count(summary, row)
@@ -238,6 +260,7 @@ def check_run(
     on_calls: OnStageCalls | None = None,
     kb_index: Path | None = None,
     open_runner: OpenRunner | None = None,
+    examples: ExampleBook | None = None,
 ) -> list[CheckSummary]:
     """Check the answers of several dirs with one embedder and one judge (`check` and `audit`).
 
@@ -245,18 +268,27 @@ def check_run(
     and the engine is freed at the end, whatever happens (`judge_factory` may hand over an
     engine that is already up: the judge's close frees it). With `open_runner` the batches
     are checked where it says instead (`auditor.scale.checking.ray_runner`: judge actors on
-    a Ray cluster); this module knows nothing of where. One summary per target, in order.
+    a Ray cluster); this module knows nothing of where. With `examples`, each answer's
+    claims are moved by its question's labelled answers as its row is written, here, whoever
+    checked it (`examples.ClaimMemory`). One summary per target, in order.
     """
     for out_dir, items in targets:
         refuse_unresumable(out_dir, items, kb_index)
     pending = [(d, items) for d, items in targets if {i.id for i in items} - _checked_ids(d)]
     summaries: dict[Path, CheckSummary] = {}
+    memory = None
+    if pending and examples is not None:
+        if embed is None:
+            on_stage("loading the embedder (claim-to-chunk similarity, examples)")
+            embed = embedders.load_embedder(EmbedderConfig()).embed
+        weights = MemoryWeights(**config.memory.model_dump())  # the same fields
+        memory = ClaimMemory(examples, weights, config.support_threshold, embed)
     if pending and open_runner is not None:
         with open_runner([item for _, items in pending for item in items]) as (runner, kb_id):
             for out_dir, items in pending:
                 on_check_start(out_dir.name, len(items))
                 summaries[out_dir] = check_into(
-                    items, out_dir, config, runner, on_batch=on_batch, kb_id=kb_id
+                    items, out_dir, config, runner, on_batch=on_batch, kb_id=kb_id, memory=memory
                 )
     elif pending:
         if embed is None:
@@ -282,6 +314,7 @@ def check_run(
                     on_batch=on_batch,
                     on_calls=on_calls,
                     kb=kb,
+                    memory=memory,
                 )
         finally:
             judge.close()
@@ -305,6 +338,22 @@ def refuse_unresumable(out_dir: Path, items: list[AnswerItem], kb_index: Path | 
         raise BadInput(f"{out_dir}: checking against the knowledge base needs --index KB_DIR")
     if kb_index is not None and uses_kb:
         _refuse_other_kb(out_dir, kb_index)
+
+
+def _refuse_other_examples(
+    out_dir: Path, previous: dict[str, Any], manifest: dict[str, Any]
+) -> None:
+    """Checks made with other examples (or none) are not this check's to resume."""
+    before = (previous.get("judge", {}).get("examples") or {}).get("sha256")
+    now = (manifest["judge"].get("examples") or {}).get("sha256")
+    if before != now:
+        said = {None: "no examples"}
+        raise BadInput(
+            f"{out_dir / CHECK_MANIFEST}: checks here were made with "
+            f"{said.get(before, 'examples ' + str(before)[:12])}, not "
+            f"{said.get(now, 'examples ' + str(now)[:12])}; remove {out_dir / CHECKS} to "
+            "re-check, or check into another dir"
+        )
 
 
 def _refuse_other_sources(out_dir: Path, items: list[AnswerItem]) -> None:

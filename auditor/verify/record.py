@@ -8,7 +8,7 @@ from auditor.verify.answers import AnswerItem
 from auditor.verify.base import VERDICTS, Claim, JudgeUsage
 from auditor.verify.claims import faithfulness, support_score
 
-__all__ = ["check_row"]
+__all__ = ["check_row", "claim_fields"]
 
 
 def check_row(
@@ -22,18 +22,10 @@ def check_row(
     """One checks.jsonl record."""
     if outcome == "checked" and failures and not claims:
         outcome = "judge_failed"
-    counts = {v: sum(c.verdict == v for c in claims) for v in VERDICTS}
-    hallucinated = counts["unsupported"] + counts["contradicted"]
     return {
         "id": item.id,
         "outcome": outcome,
-        "claims": [c.to_json() for c in claims],
-        "claim_counts": counts,
-        "faithfulness": faithfulness(claims),
-        "support_score": support_score(claims),
-        "hallucinated": (hallucinated > 0)
-        if counts["supported"] + hallucinated
-        else (False if outcome == "refusal" else None),
+        **claim_fields(claims, outcome),
         **fields,
         "judge": {
             "calls": usage.calls,
@@ -45,4 +37,19 @@ def check_row(
             "stages": usage.stages,
         },
         "judge_failures": failures,
+    }
+
+
+def claim_fields(claims: list[Claim], outcome: str) -> dict[str, Any]:
+    """The fields of a record that follow from its claims' verdicts."""
+    counts = {v: sum(c.verdict == v for c in claims) for v in VERDICTS}
+    hallucinated = counts["unsupported"] + counts["contradicted"]
+    return {
+        "claims": [c.to_json() for c in claims],
+        "claim_counts": counts,
+        "faithfulness": faithfulness(claims),
+        "support_score": support_score(claims),
+        "hallucinated": (hallucinated > 0)
+        if counts["supported"] + hallucinated
+        else (False if outcome == "refusal" else None),
     }
