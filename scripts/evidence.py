@@ -237,6 +237,35 @@ def review_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
     return lines
 
 
+def examples_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Labelled answers to the same question as the judge's claim memory (`bench/examples.py`)."""
+    lines = [
+        "## Labelled answers to the same question as examples, paired (`bench/examples.py`)",
+        "",
+        "The stored claims of one check run with and without the claim memory of their "
+        "question's labelled answers; weights and threshold chosen on four folds by question, "
+        "scored on the fifth (the first row was planned before any run; the others were tried "
+        "after it).",
+        "",
+        "| results | examples, memory, fitted for | examples per answer | BA before | BA after "
+        "| BA gain | AUROC before | AUROC after | AUROC gain | verdicts changed | date | machine |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in rows:
+        for arm, f in r["figures"].items():
+            if not isinstance(f, dict) or "balanced_accuracy" not in f:
+                continue
+            lines.append(
+                f"| {_link(name)} | {arm} | {f['examples_per_answer']} "
+                f"| {_paired(f['balanced_accuracy'], 'gain')} | {_paired(f['auroc'], 'gain')} "
+                f"| {f['changed_verdicts']} | {r['date']} | {_machine(r)} |"
+            )
+        chosen = r["figures"].get("chosen_on_all_in_sample")
+        if chosen:
+            lines += ["", f"Chosen on all answers (in-sample; what ships): `{chosen}`."]
+    return lines
+
+
 def timing_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
     lines = [
         "## Speed and cost, side by side (`bench/ingest.py`, `bench/run_overhead.py`, "
@@ -286,6 +315,8 @@ def render(results: list[tuple[str, dict[str, Any]]]) -> str:
             if bench.startswith("rules")
             else "review"
             if bench == "review"
+            else "examples"
+            if bench == "examples"
             else "timing"
         )
         groups.setdefault(kind, []).append((name, result))
@@ -296,6 +327,7 @@ def render(results: list[tuple[str, dict[str, Any]]]) -> str:
         ("contrast", contrast_table),
         ("rules", rules_table),
         ("review", review_table),
+        ("examples", examples_table),
         ("timing", timing_table),
     ):
         if groups.get(kind):
