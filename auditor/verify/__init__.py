@@ -12,6 +12,8 @@ this order; nothing calls back up the list):
       verdicts     4. verdict, p_supported, sources, evidence     (entailment, figures)
       quotes       5. optional: the claim against its quote alone
       record       6. the checks.jsonl row
+    examples     7. optional (`--examples`): each row's facts moved by what people said of
+                 its question's labelled answers, as `check` writes it (any runner)
     asker        sends each step's calls as one judge batch, re-asks, books usage
     metrics      the other RAGAS metrics, riding along in steps 1 and 3 (ragas_judge)
     thresholds   agreement with human labels; the decision threshold (benches, calibrate)
