@@ -532,6 +532,7 @@ _SHOWN = (
     "balanced_accuracy",
     "auroc",
     "claims",
+    "informative",  # sensitivity + specificity > 1: a correction exists
 )
 
 

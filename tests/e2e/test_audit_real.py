@@ -109,9 +109,15 @@ def test_calibrate_then_audit_end_to_end_with_real_engines(
     check = json.loads((run_dir / "check.json").read_text())
     assert check["judge"]["config"]["support_threshold"] == calibration["threshold"]
     corrected = summary["metrics"]["hallucination_rate_corrected"]
-    assert 0.0 <= corrected["value"] <= 1.0
-    low, high = corrected["ci95"]
-    assert 0.0 <= low <= corrected["value"] <= high <= 1.0
+    # the light judge on these 20 answers: informative per answer, its claim level at chance on
+    # this machine (2026-12-06, float32); both outcomes are the product's and each is asserted
+    claim_informative = calibration["claim_level"]["informative"]
+    if claim_informative:
+        assert 0.0 <= corrected["value"] <= 1.0
+        low, high = corrected["ci95"]
+        assert 0.0 <= low <= corrected["value"] <= high <= 1.0
+    else:
+        assert corrected["value"] is None and corrected["ci95"] is None
     checks = [json.loads(line) for line in (run_dir / "checks.jsonl").read_text().splitlines()]
     assert all(c["outcome"] in {"checked", "refusal"} for c in checks)
     with sqlite3.connect(db) as connection:
@@ -123,6 +129,7 @@ def test_calibrate_then_audit_end_to_end_with_real_engines(
         note = page.locator("#calibration-note").inner_text()
         assert "Corrected figures" in note and "20 labelled answers" in note, note
         assert "domain: labelled.jsonl" in note and "out-of-fold" in note, note
+        assert ("did no better than chance" in note) != claim_informative, note
         head = page.locator("#comparison-table thead").inner_text()
         assert "hallucinated claims (corrected)" in head, head
         assert "goodput tok/s (corrected)" in head, head

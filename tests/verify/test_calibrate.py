@@ -563,6 +563,38 @@ def test_a_span_less_calibration_renders_in_check_and_report(
     assert summary["metrics"]["hallucination_rate_corrected"]["value"] is None
 
 
+def test_a_claim_level_at_chance_says_why_no_claim_rate_is_corrected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A weak judge's claim level can be two-class and still no better than chance: the
+    corrected claim rate is absent and the report says why, not just "n/a"."""
+    result, cal = _run(tmp_path, _labelled(24), monkeypatch)
+    assert result.exit_code == 0, result.stderr
+    data = json.loads((cal / "calibration.json").read_text())
+    data["claim_level"] |= {
+        "true_positives": 3,
+        "positives": 11,
+        "true_negatives": 31,
+        "negatives": 52,
+        "sensitivity": 3 / 11,
+        "sensitivity_interval": [0.1, 0.57],
+        "specificity": 31 / 52,
+        "specificity_interval": [0.46, 0.72],
+        "informative": False,
+    }
+    (cal / "calibration.json").write_text(json.dumps(data))
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps(r) + "\n" for r in _labelled(6)), encoding="utf-8")
+    runner, audited = CliRunner(), tmp_path / "audited"
+    assert _check(runner, answers, audited, "--calibration", str(cal)).exit_code == 0
+    done = runner.invoke(cli, ["report", str(audited), "--calibration", str(cal)])
+    assert done.exit_code == 0, done.output
+    html = (audited / "report.html").read_text()
+    assert "at the claim level the judge did no better than chance on these labels" in html
+    summary = json.loads((audited / "summary.json").read_text())
+    assert summary["metrics"]["hallucination_rate_corrected"]["value"] is None
+
+
 def test_the_default_judge_decides_at_its_shipped_calibrations_threshold() -> None:
     """One threshold: the default judge's support_threshold is the one its shipped calibration
     chose on labelled answers, for the verdict logic that ships, with the settings that ship
