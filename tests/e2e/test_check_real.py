@@ -226,6 +226,7 @@ def _contrast_sample(per_kind: int = 2) -> list[dict[str, Any]]:
     return [row for row in rows if row["id"].rsplit("-", 1)[0] in questions]
 
 
+@pytest.mark.timeout(1800)  # 9 min alone on 2 cores in float32 (2026-12-06); more when shared
 def test_contrast_set_floors(judge: Judge, real_embedder: Any, tmp_path: Path) -> None:
     """Hand-written correct and subtly wrong answers on the bundled corpus (bench/contrast.py, scored by `contrast_figures`):
     most wrong answers are flagged, few correct ones. The floors sit below the full set's
