@@ -167,15 +167,32 @@ def _answers_and_examples(tmp_path: Path, example: dict[str, Any]) -> tuple[Path
     return answers, examples
 
 
-def _check_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> Any:
+def _check_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str, judge: Any = None
+) -> Any:
     from click.testing import CliRunner
 
     from auditor.cli import cli
     from auditor.testing import FakeJudge
 
-    monkeypatch.setattr("auditor.verify.judges.make_judge", lambda config: FakeJudge())
+    monkeypatch.setattr("auditor.verify.judges.make_judge", judge or (lambda config: FakeJudge()))
     monkeypatch.setattr("auditor.ingest.embed.load_embedder", lambda config: FakeEmbedder())
     return CliRunner().invoke(cli, ["check", *args, "-q"])
+
+
+def _check_with_examples(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answers: Path, out: Path, examples: Path
+) -> Any:
+    return _check_cli(
+        tmp_path,
+        monkeypatch,
+        "--answers",
+        str(answers),
+        "--out",
+        str(out),
+        "--examples",
+        str(examples),
+    )
 
 
 ACCEPTED = {
@@ -201,16 +218,7 @@ def test_a_claim_people_accepted_before_is_supported_and_says_so(
     assert before["hallucinated"] is True and "examples" not in before
 
     out = tmp_path / "b"
-    result = _check_cli(
-        tmp_path,
-        monkeypatch,
-        "--answers",
-        str(answers),
-        "--out",
-        str(out),
-        "--examples",
-        str(examples),
-    )
+    result = _check_with_examples(tmp_path, monkeypatch, answers, out, examples)
     assert result.exit_code == 0, result.output
     (row,) = read_jsonl(out / "checks.jsonl")
     assert row["examples"] == ["earlier-1"] and row["hallucinated"] is False
@@ -242,16 +250,7 @@ def test_a_claim_people_accepted_before_is_supported_and_says_so(
     grown = json.loads(answers.read_text()) | {"id": "y"}
     answers.write_text(answers.read_text() + json.dumps(grown) + "\n")
     examples.write_text(json.dumps(ACCEPTED | {"id": "earlier-2"}) + "\n")
-    again = _check_cli(
-        tmp_path,
-        monkeypatch,
-        "--answers",
-        str(answers),
-        "--out",
-        str(out),
-        "--examples",
-        str(examples),
-    )
+    again = _check_with_examples(tmp_path, monkeypatch, answers, out, examples)
     assert again.exit_code == 2 and "checks here were made with examples" in again.output
 
 
@@ -261,16 +260,7 @@ def test_examples_that_match_no_answer_are_said_and_the_check_goes_on(
     other = ACCEPTED | {"source_id": "q7", "question": "Another question?"}
     answers, examples = _answers_and_examples(tmp_path, other)
     out = tmp_path / "out"
-    result = _check_cli(
-        tmp_path,
-        monkeypatch,
-        "--answers",
-        str(answers),
-        "--out",
-        str(out),
-        "--examples",
-        str(examples),
-    )
+    result = _check_with_examples(tmp_path, monkeypatch, answers, out, examples)
     assert result.exit_code == 0, result.output
     assert "no example answers any of these questions" in result.stderr
     manifest = json.loads((out / "check.json").read_text())
@@ -292,12 +282,8 @@ def test_bad_examples_stop_the_check_before_anything_is_written(
     result = _check_cli(
         tmp_path,
         monkeypatch,
-        "--answers",
-        str(answers),
-        "--out",
-        str(out),
-        "--examples",
-        str(examples),
+        *("--answers", str(answers), "--out", str(out), "--examples", str(examples)),
+        judge=lambda config: pytest.fail("a judge started before the examples were read"),
     )
     assert result.exit_code == 2 and f"{examples}{message}" in result.stderr, result.output
     assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
