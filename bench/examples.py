@@ -47,7 +47,7 @@ from auditor.verify.examples import (
 from auditor.verify.thresholds import auroc, balanced_accuracy, best_threshold
 from bench.agreement import DEV, FOLDS, _claims, fold_of
 from bench.harness import write_result
-from bench.paired import _with_interval
+from bench.paired import paired_figures
 
 SIBLINGS = DEV.parent / "siblings.jsonl"
 GRID = [
@@ -178,30 +178,8 @@ class Arm:
 
 def compare(before: Arm, after: Arm, gold: dict[str, dict[str, Any]]) -> dict[str, Any]:
     ids = list(before.claims)
-    labels = before.labels
-    clusters: dict[str, list[str]] = {}
-    for i in ids:
-        clusters.setdefault(str(gold[i]["source_id"]), []).append(i)
-    arms = {"before": before, "after": after}
-
-    def ba(arm: str, sample: list[str]) -> float:
-        return balanced_accuracy([(labels[i], arms[arm].flags[i]) for i in sample])
-
-    def area(arm: str, sample: list[str]) -> float:
-        value = auroc([arms[arm].scores[i] for i in sample], [labels[i] for i in sample])
-        return value if value is not None else 0.5
-
-    figures: dict[str, Any] = {}
-    for name, metric in (("balanced_accuracy", ba), ("auroc", area)):
-        figures[name] = {
-            arm: _with_interval(lambda s, a=arm, m=metric: m(a, s), ids, clusters)  # type: ignore[misc]
-            for arm in arms
-        }
-        figures[name]["gain"] = _with_interval(
-            lambda s, m=metric: m("after", s) - m("before", s),  # type: ignore[misc]
-            ids,
-            clusters,
-        )
+    arms = {"before": (before.flags, before.scores), "after": (after.flags, after.scores)}
+    figures = paired_figures(gold, ids, arms)
     figures["changed_verdicts"] = sum(before.flags[i] != after.flags[i] for i in ids)
     figures["weights_by_fold"] = after.chosen
     return figures

@@ -121,8 +121,19 @@ def compare_agreement(
     gold: dict[str, Any], before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:
     ids = list(before)
-    labels = {i: bool(gold[i]["hallucinated"]) for i in ids}
     arms = {"before": _out_of_fold(gold, before), "after": _out_of_fold(gold, after)}
+    labels = {i: bool(gold[i]["hallucinated"]) for i in ids}
+    return {"answers": len(ids), "hallucinated": sum(labels.values())} | paired_figures(
+        gold, ids, arms
+    )
+
+
+def paired_figures(
+    gold: dict[str, Any], ids: list[str], arms: dict[str, tuple[dict[str, bool], dict[str, float]]]
+) -> dict[str, Any]:
+    """Balanced accuracy and AUROC of two arms ("before", "after": each answer's flag and
+    score) and their paired gain, with bootstrap intervals over questions."""
+    labels = {i: bool(gold[i]["hallucinated"]) for i in ids}
 
     def ba(arm: str, sample: list[str]) -> float:
         flags = arms[arm][0]
@@ -136,7 +147,7 @@ def compare_agreement(
     clusters: dict[str, list[str]] = {}
     for i in ids:
         clusters.setdefault(str(gold[i]["source_id"]), []).append(i)
-    figures: dict[str, Any] = {"answers": len(ids), "hallucinated": sum(labels.values())}
+    figures: dict[str, Any] = {}
     for name, metric in (("balanced_accuracy", ba), ("auroc", area)):
         figures[name] = {
             arm: _with_interval(lambda s, a=arm, m=metric: m(a, s), ids, clusters)  # type: ignore[misc]
