@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.calibration import JudgeAccuracy, wilson_interval
-from auditor.config import JudgeConfig, parse_set_option, without_engine_only
+from auditor.config import EXAMPLE_SETTINGS, JudgeConfig, parse_set_option, without_engine_only
 from auditor.errors import BadInput
 from auditor.jsonl import iter_objects, unique_id
 from auditor.verify.base import Claim
@@ -307,7 +307,8 @@ def verdict_settings(config: dict[str, Any]) -> dict[str, Any]:
     (their file is recorded in the check), and their memory weights only with them."""
     settings = {k: v for k, v in without_engine_only(config).items() if k not in _NOT_VERDICTS}
     if settings.pop("examples", None) is None:
-        settings.pop("memory", None)
+        for key in EXAMPLE_SETTINGS:
+            settings.pop(key, None)
     else:
         settings["examples"] = "given"
     return settings

@@ -457,6 +457,10 @@ class MemoryConfig(_Model):
     )
 
 
+# the judge settings that only count where examples are given (`examples`)
+EXAMPLE_SETTINGS = ("memory", "examples_in", "examples_prompt_chars")
+
+
 class JudgeConfig(_Model):
     """The model that checks claims, and how (`--judge JUDGE.toml`)."""
 
@@ -523,6 +527,19 @@ class JudgeConfig(_Model):
     memory: MemoryConfig = Field(
         default_factory=MemoryConfig,
         description="How far examples move a claim (used only with `examples`).",
+    )
+    examples_in: Literal["memory", "prompt", "both"] = Field(
+        "memory",
+        description="How examples inform verdicts: `memory` (a claim like a sentence people "
+        "accepted or marked is moved), `prompt` (the verdict prompt shows the statements "
+        "people marked and accepted closest to the answer's claims), or `both`.",
+    )
+    examples_prompt_chars: int = Field(
+        1200,
+        ge=100,
+        le=8000,
+        description="Most characters of reviewed statements one verdict prompt shows "
+        "(`examples_in` prompt or both).",
     )
 
 

@@ -122,6 +122,8 @@ def _question_views(run: RunArtifacts, index: int) -> dict[str, dict[str, Any]]:
             # labelled answers to the same question the judge had (judge `examples`), and how
             # many of the claims' verdicts they decided
             "examples": (check or {}).get("examples"),
+            # the statements of those examples the verdict prompts showed (`examples_in`)
+            "reviewed": (check or {}).get("reviewed"),
             "decided_by_examples": sum(
                 bool((c.get("memory") or {}).get("decided")) for c in claims
             ),

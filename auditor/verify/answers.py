@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from auditor.errors import BadInput
 from auditor.files import utc_now
@@ -18,6 +18,9 @@ from auditor.store import (
     read_run_manifest,
     write_run_manifest,
 )
+
+if TYPE_CHECKING:
+    from auditor.verify.examples import Reference  # examples imports this module
 
 __all__ = [
     "SOURCE_CHOICES",
@@ -57,6 +60,10 @@ class AnswerItem:
     kb_chunks: list[tuple[str, str]] = field(default_factory=list)
     # what the question is called where answers were labelled (judge `examples` match by it)
     source_id: str | None = None
+    # what people said of other answers to the question, for the verdict prompt (judge
+    # `examples_in` prompt or both); filled while checking
+    reviewed: tuple[Reference, ...] = ()
+    shown: tuple[Reference, ...] = ()  # those its verdict prompts showed (closest to its claims)
 
     @property
     def pool(self) -> list[tuple[str, str]]:

@@ -12,11 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from auditor.config import EmbedderConfig, JudgeConfig, config_sha256, without_engine_only
+from auditor.config import (
+    EXAMPLE_SETTINGS,
+    EmbedderConfig,
+    JudgeConfig,
+    config_sha256,
+    without_engine_only,
+)
 from auditor.errors import BadInput
 from auditor.files import utc_now, write_json_atomic
 from auditor.ingest import embed as embedders
@@ -25,7 +31,7 @@ from auditor.verify import judges
 from auditor.verify.answers import AnswerItem, import_answers, items_from_run
 from auditor.verify.asker import OnStageCalls
 from auditor.verify.base import Judge
-from auditor.verify.examples import ClaimMemory, ExampleBook, MemoryWeights
+from auditor.verify.examples import ClaimMemory, ExampleBook, MemoryWeights, references
 from auditor.verify.kb import KnowledgeBase, kb_identity
 from auditor.verify.pipeline import check_batch
 from auditor.versions import package_versions
@@ -100,7 +106,7 @@ def _judging(config: dict[str, Any]) -> dict[str, Any]:
     example settings only where examples were given (checks made before they existed resume)."""
     kept = without_engine_only(config)
     if kept.get("examples") is None:
-        kept = {k: v for k, v in kept.items() if k not in ("examples", "memory")}
+        kept = {k: v for k, v in kept.items() if k not in ("examples", *EXAMPLE_SETTINGS)}
     return kept
 
 
@@ -282,7 +288,14 @@ def check_run(
             on_stage("loading the embedder (claim-to-chunk similarity, examples)")
             embed = embedders.load_embedder(EmbedderConfig()).embed
         weights = MemoryWeights(**config.memory.model_dump())  # the same fields
+        if config.examples_in == "prompt":
+            weights = replace(weights, accepted=0.0, marked=0.0)  # recorded, moves nothing
         memory = ClaimMemory(examples, weights, config.support_threshold, embed)
+        if config.examples_in != "memory":
+            for _, items in pending:
+                for item in items:
+                    found = examples.for_answer(item.id, item.question, item.source_id)
+                    item.reviewed = tuple(references(found))
     if pending and open_runner is not None:
         with open_runner([item for _, items in pending for item in items]) as (runner, kb_id):
             for out_dir, items in pending:

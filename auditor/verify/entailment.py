@@ -49,9 +49,20 @@ Answer with one word:
 Use only the passage, not what you know."""
 
 
-def entailment_prompt(passage: str, claim: str, kind: ClaimKind = "fact") -> str:
-    """The prompt asking whether `passage` states `claim` (passage first: shared prefix)."""
-    instructions = _ABSTENTION_INSTRUCTIONS if kind == "abstention" else _FACT_INSTRUCTIONS
+def entailment_prompt(
+    passage: str, claim: str, kind: ClaimKind = "fact", reviewed: str = ""
+) -> str:
+    """The prompt asking whether `passage` states `claim` (passage first: shared prefix).
+
+    `reviewed`: what people said of other answers to the same question (`examples.
+    reviewed_block`), for facts only; it goes before the passage, so every call of one answer
+    shares it in the prefix cache."""
+    if kind == "abstention":
+        instructions = _ABSTENTION_INSTRUCTIONS
+    elif reviewed:
+        instructions = f"{_FACT_INSTRUCTIONS}\n\n{reviewed.strip()}"
+    else:
+        instructions = _FACT_INSTRUCTIONS
     return f"{instructions}\n\nPassage:\n{passage.strip()}\n\nClaim: {claim.strip()}\nAnswer:"
 
 

@@ -32,12 +32,14 @@ def entailment_calls(
     config: JudgeConfig,
     embed: Embed,
     kb_for_claim: list[list[int]] | None = None,
+    reviewed: str = "",
 ) -> tuple[list[JudgeCall], ClaimChecks]:
     """One label call per claim and each of its likeliest source chunks (chunk order, so calls
     on one chunk share the prompt prefix).
 
     The candidates follow `item.sources`: the returned chunks most similar to the claim, the
     knowledge-base chunks retrieved for it (`kb_for_claim`: indices into `item.pool`), or both.
+    `reviewed`: what people said of other answers to the question, shown in every fact's prompt.
     """
     chunk_texts = [text for _, text in item.pool]
     returned = [text for _, text in item.chunks] if item.sources != "kb" else []
@@ -58,7 +60,7 @@ def entailment_calls(
         pairs = checks[index] = []
         for chunk_index in sorted(chunk_indices):
             key = CallKey("entailment", item.id, (index, chunk_index))
-            prompt = entailment_prompt(chunk_texts[chunk_index], claim.text, claim.kind)
+            prompt = entailment_prompt(chunk_texts[chunk_index], claim.text, claim.kind, reviewed)
             # max_tokens 1: the label is read from the first token's log-probabilities
             calls.append(JudgeCall(key, prompt, None, 1, logprobs=20))
             pairs.append((key, chunk_index))

@@ -35,18 +35,21 @@ from auditor.verify.record import claim_fields
 
 __all__ = [
     "NO_RECALL",
+    "PROMPT_BUDGET_CHARS",
     "ClaimMemory",
     "Example",
     "ExampleBook",
     "MemoryWeights",
     "Recall",
     "Reference",
+    "prompt_references",
     "question_key",
     "read_examples",
     "recall",
     "references",
     "remember",
     "remembered_support",
+    "reviewed_block",
 ]
 
 EXAMPLE_FIELDS = "id, question, answer, hallucinated, spans?, source_id?"
@@ -194,6 +197,10 @@ class Reference:
     marked: bool
     span_text: str = ""  # the marked words, for the report
 
+    def to_json(self) -> dict[str, Any]:
+        marked = self.span_text if self.marked else None
+        return {"example": self.example_id, "sentence": self.text, "marked": marked}
+
 
 def references(examples: Sequence[Example]) -> list[Reference]:
     """What people said of each example's sentences.
@@ -214,6 +221,72 @@ def references(examples: Sequence[Example]) -> list[Reference]:
             marked = " … ".join(example.answer[max(a, start) : min(b, end)] for a, b in hits)
             found.append(Reference(example.id, text, bool(hits), marked))
     return found
+
+
+# the verdict prompt's share for what people said (~300 tokens): fixed before any measurement
+PROMPT_BUDGET_CHARS = 1200
+
+_REVIEWED_HEAD = "People reviewed other answers to the same question against their sources."
+_REVIEWED_GUIDE = (
+    "A claim that repeats a statement they marked is likely not stated by the sources; one "
+    "that repeats a sentence they accepted likely is. Still answer for this passage."
+)
+
+
+def prompt_references(
+    claims: Sequence[str],
+    refs: Sequence[Reference],
+    embed: Any,
+    budget_chars: int = PROMPT_BUDGET_CHARS,
+) -> list[Reference]:
+    """The references the verdict prompt of one answer shows: the closest to any of its claims
+    first (cosine), one per wording, while their text fits `budget_chars`."""
+    if not claims or not refs:
+        return []
+    sims = embed(list(claims)) @ embed([r.text for r in refs]).T
+    closest = sims.max(axis=0)
+    # stable on ties: the file's order
+    order = sorted(range(len(refs)), key=lambda i: -float(closest[i]))
+    chosen: list[Reference] = []
+    seen: set[str] = set()
+    used = 0
+    for index in order:
+        ref = refs[index]
+        wording = " ".join(ref.text.split()).casefold()
+        if wording in seen:
+            continue
+        cost = len(_reference_line(ref)) + 1
+        if used + cost > budget_chars:
+            continue
+        seen.add(wording)
+        chosen.append(ref)
+        used += cost
+    return chosen
+
+
+def reviewed_block(refs: Sequence[Reference]) -> str:
+    """What people said of other answers to the question, as the verdict prompt shows it
+    (marked statements, then accepted sentences); empty without references."""
+    if not refs:
+        return ""
+    lines = [_REVIEWED_HEAD]
+    marked = [r for r in refs if r.marked]
+    accepted = [r for r in refs if not r.marked]
+    if marked:
+        lines.append("Statements they marked as not in the sources:")
+        lines.extend(_reference_line(r) for r in marked)
+    if accepted:
+        lines.append("Sentences they accepted as stated by the sources:")
+        lines.extend(_reference_line(r) for r in accepted)
+    lines.append(_REVIEWED_GUIDE)
+    return "\n".join(lines)
+
+
+def _reference_line(ref: Reference) -> str:
+    text = " ".join(ref.text.split())
+    if ref.marked and ref.span_text and len(ref.span_text) < len(text):
+        return f'- "{" ".join(ref.span_text.split())}" (in: {text})'
+    return f"- {text}"
 
 
 @dataclass(frozen=True)

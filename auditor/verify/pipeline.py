@@ -28,6 +28,7 @@ from auditor.verify.base import CallKey, Claim, Judge, JudgeUsage
 from auditor.verify.claims import answer_outcome
 from auditor.verify.entailment import label_probabilities
 from auditor.verify.evidence import ClaimChecks, Embed, entailment_calls
+from auditor.verify.examples import prompt_references, reviewed_block
 from auditor.verify.extraction import refusal_claims, source_sentence, written_in
 from auditor.verify.kb import KnowledgeBase, attach_kb_chunks
 from auditor.verify.listing import claims_call, listed_claims, sentence_claims, with_sentences
@@ -97,6 +98,8 @@ def check_batch(
             row["listed_claims"] = sum(c.origin == "judge" for c in listed.get(item.id, []))
             row["listing_errors"] = listing_errors[item.id]
         row["sources"] = item.sources
+        if item.reviewed:
+            row["reviewed"] = [ref.to_json() for ref in item.shown]
         if item.kb_chunks:
             meta = kb.meta if kb is not None else {}
             row["kb_chunks"] = [
@@ -250,9 +253,22 @@ def label_against_chunks(
                 if looks_up_kb and kb is not None
                 else None
             )
-            entailment, checks[item.id] = entailment_calls(item, found, config, embed, kb_for_claim)
+            entailment, checks[item.id] = entailment_calls(
+                item, found, config, embed, kb_for_claim, _reviewed(item, found, config, embed)
+            )
             calls.extend((call, None) for call in entailment)
     return first | asker.ask(calls, f"{stage}: claim-chunk labels"), checks
+
+
+def _reviewed(item: AnswerItem, claims: list[Claim], config: JudgeConfig, embed: Embed) -> str:
+    """The verdict prompts' block of what people said of other answers to the question (judge
+    `examples_in` prompt or both); the statements shown are kept on the item for its row."""
+    if not item.reviewed:
+        return ""
+    facts = [c.text for c in claims if c.kind == "fact"]
+    shown = prompt_references(facts, item.reviewed, embed, config.examples_prompt_chars)
+    item.shown = tuple(shown)
+    return reviewed_block(shown)
 
 
 def check_quotes(

@@ -306,3 +306,129 @@ def test_an_answer_with_examples_is_decided_at_the_memorys_threshold() -> None:
     abstention = Claim("The sources do not say.", None, "supported", kind="abstention")
     remember(abstention, Recall(1.0, 1.0, ref, ref), weights, 0.48)
     assert abstention.verdict == "supported" and abstention.memory is None
+
+
+# --- examples in the verdict prompt (`examples_in` prompt or both)
+
+
+def test_the_prompt_shows_the_statements_closest_to_the_claims_within_its_budget() -> None:
+    from auditor.verify.examples import prompt_references
+
+    refs = [
+        Reference("e1", "Shipping is free in the EU.", False),
+        Reference("e2", "The warranty lasts five years.", True, "five years"),
+        Reference("e3", "The warranty lasts two years.", False),
+        Reference("e4", "the warranty  lasts two years.", False),  # the same wording again
+    ]
+    embed = FakeEmbedder().embed
+    shown = prompt_references(["The warranty lasts two years."], refs, embed, 1000)
+    assert [r.example_id for r in shown] == ["e3", "e2", "e1"]
+    # the budget counts each shown line: the farthest statement is left out first, and a
+    # line that does not fit leaves room for a shorter one after it
+    claim = ["The warranty lasts two years."]
+    assert [r.example_id for r in prompt_references(claim, refs, embed, 90)] == ["e3", "e2"]
+    assert [r.example_id for r in prompt_references(claim, refs, embed, 80)] == ["e3", "e1"]
+    assert prompt_references([], refs, embed) == [] and prompt_references(["x"], [], embed) == []
+
+
+def test_the_reviewed_block_puts_marked_words_first_and_nothing_without_examples() -> None:
+    from auditor.verify.examples import reviewed_block
+
+    block = reviewed_block(
+        [
+            Reference("e3", "The warranty lasts two years.", False),
+            Reference("e2", "The warranty lasts five years.", True, "five years"),
+        ]
+    )
+    lines = block.splitlines()
+    marked, accepted = (
+        lines.index('- "five years" (in: The warranty lasts five years.)'),
+        lines.index("- The warranty lasts two years."),
+    )
+    assert lines[0].startswith("People reviewed other answers") and marked < accepted
+    assert reviewed_block([]) == ""
+
+
+def test_the_verdict_prompt_carries_the_block_before_the_passage_for_facts_only() -> None:
+    from auditor.verify.entailment import entailment_prompt
+
+    plain = entailment_prompt("The warranty lasts two years.", "It lasts two years.")
+    assert (
+        entailment_prompt("The warranty lasts two years.", "It lasts two years.", "fact", "")
+        == plain
+    )
+    shown = entailment_prompt(
+        "The warranty lasts two years.", "It lasts two years.", "fact", "People reviewed X."
+    )
+    assert shown.index("People reviewed X.") < shown.index("Passage:")
+    assert shown.replace("\n\nPeople reviewed X.", "") == plain  # nothing else changes
+    abstention = entailment_prompt(
+        "P.", "The sources do not say.", "abstention", "People reviewed X."
+    )
+    assert "People reviewed" not in abstention
+
+
+def test_examples_in_the_prompt_reach_every_fact_call_and_the_row_says_which(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from auditor.store import read_jsonl
+    from auditor.testing import FakeJudge
+
+    marked = ACCEPTED | {
+        "id": "earlier-2",
+        "answer": "The thermostat is red. It ships in a box.",
+        "hallucinated": True,
+        "spans": [{"start": 18, "end": 21}],
+    }
+    answers, examples = _answers_and_examples(tmp_path, ACCEPTED)
+    examples.write_text(examples.read_text() + json.dumps(marked) + "\n", encoding="utf-8")
+    judges: list[FakeJudge] = []
+
+    def judge(config: Any) -> FakeJudge:
+        judges.append(FakeJudge())
+        return judges[-1]
+
+    out = tmp_path / "prompt"
+    args = ("--answers", str(answers), "--examples", str(examples), "--set", 'examples_in="prompt"')
+    result = _check_cli(tmp_path, monkeypatch, *args, "--out", str(out), judge=judge)
+    assert result.exit_code == 0, result.output
+    entailment = [c for c in judges[-1].calls if c.key.stage == "entailment"]
+    assert entailment and all("People reviewed other answers" in c.prompt for c in entailment)
+    assert all('- "red" (in: The thermostat is red.)' in c.prompt for c in entailment)
+    (row,) = read_jsonl(out / "checks.jsonl")
+    assert row["examples"] == ["earlier-1", "earlier-2"]
+    assert {"example": "earlier-2", "sentence": "The thermostat is red.", "marked": "red"} in row[
+        "reviewed"
+    ]
+    # in the prompt only, the memory moves no claim
+    assert all(c.get("memory") is None for c in row["claims"])
+    assert {"example": "earlier-1", "sentence": "The thermostat is blue.", "marked": None} in row[
+        "reviewed"
+    ]
+
+    # the report lists what the judge was shown, escaped, per answer
+    from click.testing import CliRunner
+
+    from auditor.cli import cli
+
+    reported = CliRunner().invoke(cli, ["report", str(out), "--out", str(tmp_path / "r.html")])
+    assert reported.exit_code == 0, reported.output
+    html = (tmp_path / "r.html").read_text()
+    assert "every verdict prompt showed 3 of their statements" in html
+    assert "Marked in earlier-2: “red”" in html
+    assert '<blockquote class="example marked">The thermostat is red.</blockquote>' in html
+
+    # without examples, not one prompt changes
+    plain = _check_cli(
+        tmp_path,
+        monkeypatch,
+        "--answers",
+        str(answers),
+        "--out",
+        str(tmp_path / "plain"),
+        judge=judge,
+    )
+    assert plain.exit_code == 0, plain.output
+    assert all("People reviewed" not in c.prompt for c in judges[-1].calls)
+    (without,) = read_jsonl(tmp_path / "plain" / "checks.jsonl")
+    assert "reviewed" not in without
