@@ -15,7 +15,7 @@ from auditor.calibrate import (
     labels_sha256,
     read_labels,
 )
-from auditor.cli.options import judge_options
+from auditor.cli.options import examples_option, judge_options, load_examples_option
 from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.config import config_sha256, load_judge, parse_set_option
@@ -45,6 +45,7 @@ __all__ = ["calibrate"]
     help="What the labelled answers are about (e.g. 'Kestrel product docs, support questions'); "
     "reports show it next to the corrected rates.",
 )
+@examples_option
 @click.option("--limit", type=click.IntRange(1), help="Only the first N labelled answers.")
 @click.option("--json", "as_json", is_flag=True, help="Print the calibration as JSON on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
@@ -54,6 +55,7 @@ def calibrate(
     judge_path: Path | None,
     set_items: tuple[str, ...],
     domain: str | None,
+    examples_path: Path | None,
     limit: int | None,
     as_json: bool,
     quiet: bool,
@@ -65,6 +67,10 @@ def calibrate(
     threshold with the highest balanced accuracy, and answer- and claim-level sensitivity and
     specificity out-of-fold (5 folds by question, each judged at the threshold chosen on the
     others) with 95 % intervals, and the ROC of the answer score.
+
+    With --examples (the labels file itself works: each answer is judged with the labels of
+    the other answers to its question, never its own), the calibration is of the judge with
+    examples, and applies to checks made with examples.
     """
 
     config = load_judge(judge_path, dict(parse_set_option(item) for item in set_items))
@@ -83,6 +89,7 @@ def calibrate(
     refuse_other_answers(answers, out_dir)
     wanted = set(chosen)
     items = [item for item in import_answers(answers, out_dir) if item.id in wanted]
+    config, examples = load_examples_option(examples_path, config, items)
     with engine_output_to(out_dir / ENGINE_LOG), StderrProgress(enabled=not quiet) as display:
         check_run(
             [(out_dir, items)],
@@ -91,6 +98,7 @@ def calibrate(
             on_check_start=lambda name, total: display.bar("checking labelled answers", total),
             on_batch=display.advance,
             on_calls=display.step,
+            examples=examples,
         )
     checks = [row for row in read_jsonl(out_dir / "checks.jsonl") if row["id"] in wanted]
     figures = build_calibration(checks, labels, labels_path)
@@ -103,6 +111,8 @@ def calibrate(
         | {"name": config.name, "sha256": config_sha256(config)},
         "labels": {"path": str(labels_path), "sha256": labels_sha256(labels_path)},
         "domain": f"{labels_path.name}: {domain}" if domain else labels_path.name,
+        # labelled answers the judge had as examples (None: judged without)
+        "examples": check_manifest["judge"].get("examples"),
     } | figures
     write_json_atomic(out_dir / CALIBRATION, calibration)
     if as_json:
@@ -129,6 +139,11 @@ def calibrate(
     else:
         lines.append(
             f"  no claim level (claim rates stay as judged): {figures['claim_level_absent']}"
+        )
+    if examples is not None:
+        lines.append(
+            f"  with examples from {examples.path} (judge examples_in = {config.examples_in}): "
+            "it applies to checks made with examples"
         )
     lines.append(
         f"  domain: {calibration['domain']}; use it with --calibration {out_dir} "

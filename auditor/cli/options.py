@@ -220,8 +220,9 @@ examples_option = click.option(
     type=click.Path(path_type=Path),
     default=None,
     help="Labelled answers to the same questions (JSONL: id, question, answer, hallucinated, "
-    "spans?, source_id?; e.g. an earlier audit's reviews) that the judge remembers: a claim "
-    "like a sentence people accepted or marked moves with it. Also `examples` in the judge TOML.",
+    "spans?, source_id?; e.g. an earlier audit's reviews) that the judge learns from: a claim "
+    "like a sentence people accepted or marked moves with it, or (judge examples_in) the verdict "
+    "prompt shows them. Also `examples` in the judge TOML.",
 )
 
 

@@ -6,6 +6,7 @@ fixes it, its domain shown next to the corrected figures."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from auditor.calibrate import (
 from auditor.cli import cli
 from auditor.config import JudgeConfig
 from auditor.errors import BadInput
+from auditor.store import read_jsonl
 from auditor.testing import FakeEmbedder, FakeJudge
 from auditor.verify.thresholds import balanced_accuracy, best_threshold
 
@@ -616,3 +618,32 @@ def test_the_default_judge_decides_at_its_shipped_calibrations_threshold() -> No
     assert {k: v for k, v in ours["generator"].items() if k not in engine_only} == theirs[
         "generator"
     ]
+
+
+def test_calibrate_with_its_own_labels_as_examples_never_judges_an_answer_by_its_own_label(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`calibrate --examples LABELS` with the labels file itself: each answer is judged with
+    the labels of the other answer to its question (leave one out), the calibration records
+    the examples, and it is the calibration of the judge with examples."""
+    rows = _labelled(24)
+    for k, row in enumerate(rows):  # two answers to each of 12 questions, one wrong
+        row["question"] = f"What are the return terms of the T{k // 2 + 2}?"
+    labels = tmp_path / "labels.jsonl"
+    result, out = _run(tmp_path, rows, monkeypatch, "--examples", str(labels))
+    assert result.exit_code == 0, result.stderr
+    calibration = json.loads((out / "calibration.json").read_text())
+    assert calibration["examples"]["sha256"] == hashlib.sha256(labels.read_bytes()).hexdigest()
+    assert calibration["examples"]["answers_matched"] == 24
+    assert calibration["judge"]["verdict_settings"]["examples"] == "given"
+    assert "with examples from" in result.stdout
+    for row in read_jsonl(out / "checks.jsonl"):
+        k = int(row["id"][1:])
+        assert row["examples"] == [f"a{k ^ 1}"]  # the other answer, never itself
+    (tmp_path / "plain").mkdir()
+    plain, plain_out = _run(tmp_path / "plain", rows, monkeypatch)
+    assert plain.exit_code == 0, plain.stderr
+    without = json.loads((plain_out / "calibration.json").read_text())
+    assert without["examples"] is None
+    fingerprint = calibration["judge"]["fingerprint"]["verdict_sha256"]
+    assert without["judge"]["fingerprint"]["verdict_sha256"] != fingerprint
