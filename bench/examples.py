@@ -19,6 +19,7 @@ import argparse
 import hashlib
 import itertools
 import json
+import math
 import sys
 import time
 from dataclasses import replace
@@ -176,7 +177,111 @@ class Arm:
         return best[1], best[2]
 
 
-def compare(before: Arm, after: Arm, gold: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _logit(p: float) -> float:
+    clipped = min(max(p, 1e-4), 1 - 1e-4)
+    return math.log(clipped / (1 - clipped))
+
+
+def claim_features(claim: Claim, found: Recall, extra: float | None = None) -> list[float]:
+    """What the combiner reads of one fact: the judge's log-odds, the similarity of the closest
+    accepted and marked sentence, and (with examples in the prompt) that arm's log-odds."""
+    assert claim.p_supported is not None
+    row = [1.0, _logit(claim.p_supported), found.accepted, found.marked]
+    return row + ([_logit(extra)] if extra is not None else [])
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, steps: int = 50) -> np.ndarray:
+    """L2-regularised logistic regression by Newton's method (the intercept unpenalised)."""
+    w = np.zeros(x.shape[1])
+    penalty = np.full(x.shape[1], l2)
+    penalty[0] = 0.0
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(x @ w)))
+        gradient = x.T @ (p - y) + penalty * w
+        hessian = (x * (p * (1 - p))[:, None]).T @ x + np.diag(penalty) + 1e-9 * np.eye(len(w))
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if float(np.abs(step).max()) < 1e-8:
+            break
+    return w
+
+
+class Combined:
+    """A learned combiner (issue 30 (b)): a logistic regression from a fact's features to
+    whether people marked it (claim labels from the answer's spans), fitted on four folds by
+    question; each fact's p_supported becomes 1 - P(marked); the answer threshold is chosen on
+    the same training folds. Figures on the fifth fold only."""
+
+    def __init__(
+        self,
+        claims: dict[str, list[Claim]],
+        found: dict[str, list[Recall]],
+        labels: dict[str, bool],
+        folds: dict[str, int],
+        gold: dict[str, dict[str, Any]],
+        extra: dict[str, list[Claim]] | None = None,
+    ) -> None:
+        self.claims = claims
+        self.flags: dict[str, bool] = {}
+        self.scores: dict[str, float] = {}
+        self.chosen: list[dict[str, Any]] = []
+        for fold in range(FOLDS):
+            train = [i for i in claims if folds[i] != fold]
+            x, y = [], []
+            for i in train:
+                spans = [(s["start"], s["end"]) for s in gold[i]["spans"]]
+                for index, claim in self._facts(i):
+                    if claim.span is None:
+                        continue
+                    start, end = claim.span
+                    x.append(self._features(i, index, found, extra))
+                    y.append(float(any(start < e and s < end for s, e in spans)))
+            w = fit_logistic(np.array(x), np.array(y))
+            scores = [ranking_score(self.moved(i, w, found, extra)) for i in train]
+            gold_train = [labels[i] for i in train]
+            threshold = best_threshold(scores, gold_train)
+            self.chosen.append(
+                {"weights": [round(float(v), 3) for v in w], "threshold": round(threshold, 4)}
+            )
+            for i in (i for i in claims if folds[i] == fold):
+                moved = self.moved(i, w, found, extra)
+                self.flags[i] = flagged_at(moved, threshold)
+                self.scores[i] = ranking_score(moved)
+
+    def _facts(self, ident: str) -> list[tuple[int, Claim]]:
+        return [
+            (index, c)
+            for index, c in enumerate(self.claims[ident])
+            if c.kind == "fact" and c.p_supported is not None and c.verdict != "unverifiable"
+        ]
+
+    def _features(
+        self,
+        ident: str,
+        index: int,
+        found: dict[str, list[Recall]],
+        extra: dict[str, list[Claim]] | None,
+    ) -> list[float]:
+        other = None if extra is None else extra[ident][index].p_supported
+        if extra is not None and other is None:
+            other = self.claims[ident][index].p_supported
+        return claim_features(self.claims[ident][index], found[ident][index], other)
+
+    def moved(
+        self,
+        ident: str,
+        w: np.ndarray,
+        found: dict[str, list[Recall]],
+        extra: dict[str, list[Claim]] | None,
+    ) -> list[Claim]:
+        claims = list(self.claims[ident])
+        for index, claim in self._facts(ident):
+            z = float(np.array(self._features(ident, index, found, extra)) @ w)
+            claims[index] = replace(claim, p_supported=1.0 - 1.0 / (1.0 + math.exp(-z)))
+        return claims
+
+
+def compare(before: Arm, after: Arm | Combined, gold: dict[str, dict[str, Any]]) -> dict[str, Any]:
     ids = list(before.claims)
     arms = {"before": (before.flags, before.scores), "after": (after.flags, after.scores)}
     figures = paired_figures(gold, ids, arms)
@@ -249,6 +354,19 @@ def main() -> None:
                 )
                 print(f"  weights by fold: {paired['weights_by_fold']}", flush=True)
     found, _, _ = memories(checks, gold, books["siblings and the other dev answers"], embed, None)
+    combined = compare(baseline, Combined(claims, found, labels, folds, gold), gold)
+    figures["learned combiner (logistic: judge log-odds, accepted and marked similarity)"] = (
+        combined
+    )
+    ba, area = combined["balanced_accuracy"], combined["auroc"]
+    print(
+        f"learned combiner: BA {ba['before']['value']:.3f} -> {ba['after']['value']:.3f} "
+        f"(gain {ba['gain']['value']:+.3f}, {ba['gain']['low']:+.3f}..{ba['gain']['high']:+.3f}); "
+        f"AUROC {area['before']['value']:.3f} -> {area['after']['value']:.3f} "
+        f"(gain {area['gain']['value']:+.3f}, {area['gain']['low']:+.3f}..{area['gain']['high']:+.3f}); "
+        f"{combined['changed_verdicts']} verdicts changed; by fold {combined['weights_by_fold']}",
+        flush=True,
+    )
     everything = Arm(claims, found, labels, folds, GRID)
     weights, threshold = everything.fit(list(claims))
     figures["chosen_on_all_in_sample"] = weights.to_json() | {"threshold": round(threshold, 4)}

@@ -115,9 +115,11 @@ def main() -> None:
     config = load_judge(None, {})
     embed = cached(load_embedder(EmbedderConfig()).embed)
     blocks = {}
+    used = {}
     for ident in ids:
         answer = gold[ident]
         examples = book.for_answer(ident, answer["question"], str(answer["source_id"]))
+        used[ident] = len(examples)
         facts = [c.text for c in stored[ident] if c.kind == "fact"]
         blocks[ident] = reviewed_block(prompt_references(facts, references(examples), embed))
     args.work.mkdir(parents=True, exist_ok=True)
@@ -129,10 +131,11 @@ def main() -> None:
         if path.exists():
             for row in read_jsonl(path):
                 done[arm][row["id"]] = row
-    judge = make_judge(config)
+    batches = [ids[n : n + BATCH_ANSWERS] for n in range(0, len(ids), BATCH_ANSWERS)]
+    left = any(i not in done[arm] for arm in ARMS for i in ids)
+    judge = make_judge(config) if left else None  # all replies kept: the figures alone
     try:
-        batches = [ids[n : n + BATCH_ANSWERS] for n in range(0, len(ids), BATCH_ANSWERS)]
-        for number, batch in enumerate(batches, start=1):
+        for number, batch in enumerate(batches if judge is not None else [], start=1):
             for arm in side_order(number, ARMS):
                 todo = [i for i in batch if i not in done[arm]]
                 if not todo:
@@ -171,7 +174,8 @@ def main() -> None:
                     flush=True,
                 )
     finally:
-        judge.close()
+        if judge is not None:
+            judge.close()
 
     threshold = config.support_threshold
     arms = {
@@ -186,6 +190,7 @@ def main() -> None:
         "hallucinated": sum(labels.values()),
         "prompt_budget_chars": PROMPT_BUDGET_CHARS,
         "answers_with_examples": sum(bool(b) for b in blocks.values()),
+        "examples_per_answer": round(sum(used.values()) / len(ids), 2),
     }
     moved = sum(
         abs((a.p_supported or 0) - (b.p_supported or 0)) > 0.02

@@ -240,11 +240,14 @@ def review_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
 def examples_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
     """Labelled answers to the same question as the judge's claim memory (`bench/examples.py`)."""
     lines = [
-        "## Labelled answers to the same question as examples, paired (`bench/examples.py`)",
+        "## Labelled answers to the same question as examples, paired (`bench/examples.py`, "
+        "`bench/examples_prompt.py`)",
         "",
-        "The stored claims of one check run with and without the claim memory of their "
-        "question's labelled answers; weights and threshold chosen on four folds by question, "
-        "scored on the fifth (the first row was planned before any run; the others were tried "
+        "The stored claims of one check run with and without their question's labelled answers: "
+        "as a claim memory (examples-memory), in the verdict prompt (examples-prompt: the "
+        "claim-chunk labels asked again, both arms side by side), or through a learned "
+        "combiner; weights and threshold chosen on four folds by question, scored on the fifth "
+        "(in each result the first row was planned before its run; the others were tried "
         "after it).",
         "",
         "| results | examples, memory, fitted for | examples per answer | BA before | BA after "
@@ -256,7 +259,7 @@ def examples_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
             if not isinstance(f, dict) or "balanced_accuracy" not in f:
                 continue
             lines.append(
-                f"| {_link(name)} | {arm} | {f['examples_per_answer']} "
+                f"| {_link(name)} | {arm} | {f.get('examples_per_answer', r['figures'].get('examples_per_answer'))} "
                 f"| {_paired(f['balanced_accuracy'], 'gain')} | {_paired(f['auroc'], 'gain')} "
                 f"| {f['changed_verdicts']} | {r['date']} | {_machine(r)} |"
             )
@@ -316,7 +319,7 @@ def render(results: list[tuple[str, dict[str, Any]]]) -> str:
             else "review"
             if bench == "review"
             else "examples"
-            if bench == "examples"
+            if bench in ("examples", "examples_prompt")
             else "timing"
         )
         groups.setdefault(kind, []).append((name, result))
