@@ -1,6 +1,7 @@
 """Labelled answers to the same question in the verdict prompt (issue 30, way (a)), measured.
 
     .venv/bin/python bench/examples_prompt.py RUN_DIR [--work DIR] [--name N] [--answers N]
+        [--examples-from siblings-and-dev|siblings]
 
 RUN_DIR is a `bench/agreement.py --out` run over the 150 RAGTruth QA dev answers. Its claims
 and the chunks each was checked against are kept; only the claim-chunk label calls are made
@@ -97,6 +98,13 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/examples-prompt"))
     parser.add_argument("--answers", type=int, default=None, help="the first N (a pilot)")
     parser.add_argument("--name", default=None, help="bench/results/NAME.json")
+    parser.add_argument(
+        "--examples-from",
+        choices=("siblings-and-dev", "siblings"),
+        default="siblings-and-dev",
+        help="siblings-and-dev (planned): every other labelled answer to the question; "
+        "siblings: siblings.jsonl only (the prompt arm kept apart, the none arm shared)",
+    )
     args = parser.parse_args()
 
     dev = [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines()]
@@ -111,7 +119,10 @@ def main() -> None:
     checks = {i: checks[i] for i in ids}
     items = {i.id: i for i in items_from_run(args.run) if i.id in checks}
     stored = {i: [Claim.from_json(c) for c in checks[i]["claims"]] for i in ids}
-    book = ExampleBook(SIBLINGS, [as_example(r) for r in siblings + dev])
+    pool = siblings + dev if args.examples_from == "siblings-and-dev" else siblings
+    book = ExampleBook(SIBLINGS, [as_example(r) for r in pool])
+    tail = "" if args.examples_from == "siblings-and-dev" else "-siblings"
+    files = {"none": "none.jsonl", "prompt": f"prompt{tail}.jsonl"}
     config = load_judge(None, {})
     embed = cached(load_embedder(EmbedderConfig()).embed)
     blocks = {}
@@ -123,11 +134,11 @@ def main() -> None:
         facts = [c.text for c in stored[ident] if c.kind == "fact"]
         blocks[ident] = reviewed_block(prompt_references(facts, references(examples), embed))
     args.work.mkdir(parents=True, exist_ok=True)
-    (args.work / "blocks.json").write_text(json.dumps(blocks, indent=1), encoding="utf-8")
+    (args.work / f"blocks{tail}.json").write_text(json.dumps(blocks, indent=1), encoding="utf-8")
 
     done: dict[str, dict[str, dict[str, Any]]] = {arm: {} for arm in ARMS}
     for arm in ARMS:
-        path = args.work / f"{arm}.jsonl"
+        path = args.work / files[arm]
         if path.exists():
             for row in read_jsonl(path):
                 done[arm][row["id"]] = row
@@ -149,7 +160,7 @@ def main() -> None:
                 replies = judge.complete(calls) if calls else []
                 seconds = time.perf_counter() - started
                 by_key = {r.key: r for r in replies}
-                with (args.work / f"{arm}.jsonl").open("a", encoding="utf-8") as out:
+                with (args.work / files[arm]).open("a", encoding="utf-8") as out:
                     for i in todo:
                         got = [by_key[call.key] for call, _, _ in planned[i]]
                         row = {
@@ -186,6 +197,7 @@ def main() -> None:
     folds = {i: fold_of(str(gold[i]["source_id"])) for i in ids}
     nothing = {i: [NO_RECALL] * len(stored[i]) for i in ids}
     figures: dict[str, Any] = {
+        "examples_from": args.examples_from,
         "answers": len(ids),
         "hallucinated": sum(labels.values()),
         "prompt_budget_chars": PROMPT_BUDGET_CHARS,
@@ -217,11 +229,16 @@ def main() -> None:
         )
     baseline = Arm(arms["none"], nothing, labels, folds, [NONE])
     found, _, _ = memories(checks, gold, book, embed, None)
+    given = "" if not tail else ", siblings only"
     contenders = {
-        "prompt (planned)": Arm(arms["prompt"], nothing, labels, folds, [NONE]),
-        "claim memory alone": Arm(arms["none"], found, labels, folds, GRID),
-        "prompt and claim memory": Arm(arms["prompt"], found, labels, folds, GRID),
+        f"prompt{given} ({'planned' if not tail else 'tried after'})": Arm(
+            arms["prompt"], nothing, labels, folds, [NONE]
+        ),
+        f"claim memory alone{given}": Arm(arms["none"], found, labels, folds, GRID),
+        f"prompt and claim memory{given}": Arm(arms["prompt"], found, labels, folds, GRID),
     }
+    if tail:
+        figures["cost_note"] = "the none arm's replies (and seconds) come from the planned run"
     for label, arm in contenders.items():
         paired = compare(baseline, arm, gold)
         figures[label] = paired
