@@ -455,10 +455,22 @@ class MemoryConfig(_Model):
     marked: float = Field(
         5.0, ge=0.0, description="Drop for a claim like a sentence people marked."
     )
+    support_threshold: float = Field(
+        0.4825,
+        ge=0.0,
+        le=1.0,
+        description="The support threshold of an answer with examples (chosen with the "
+        "weights; the judge's own threshold decides answers without).",
+    )
 
 
 # the judge settings that only count where examples are given (`examples`)
-EXAMPLE_SETTINGS = ("memory", "examples_in", "examples_prompt_chars")
+EXAMPLE_SETTINGS = (
+    "memory",
+    "examples_in",
+    "examples_prompt_chars",
+    "examples_prompt_threshold",
+)
 
 
 class JudgeConfig(_Model):
@@ -528,18 +540,26 @@ class JudgeConfig(_Model):
         default_factory=MemoryConfig,
         description="How far examples move a claim (used only with `examples`).",
     )
-    examples_in: Literal["memory", "prompt", "both"] = Field(
+    examples_in: Literal["memory", "prompt"] = Field(
         "memory",
         description="How examples inform verdicts: `memory` (a claim like a sentence people "
-        "accepted or marked is moved), `prompt` (the verdict prompt shows the statements "
-        "people marked and accepted closest to the answer's claims), or `both`.",
+        "accepted or marked is moved; no judge call) or `prompt` (the verdict prompt shows the "
+        "statements people marked and accepted closest to the answer's claims; ~1.8x the "
+        "label calls' time).",
     )
     examples_prompt_chars: int = Field(
         1200,
         ge=100,
         le=8000,
         description="Most characters of reviewed statements one verdict prompt shows "
-        "(`examples_in` prompt or both).",
+        '(`examples_in = "prompt"`).',
+    )
+    examples_prompt_threshold: float = Field(
+        0.3879,
+        ge=0.0,
+        le=1.0,
+        description="The support threshold of an answer whose verdict prompts showed examples "
+        "(chosen on the 150 RAGTruth QA dev answers: bench/examples_prompt.py).",
     )
 
 

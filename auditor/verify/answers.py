@@ -61,7 +61,7 @@ class AnswerItem:
     # what the question is called where answers were labelled (judge `examples` match by it)
     source_id: str | None = None
     # what people said of other answers to the question, for the verdict prompt (judge
-    # `examples_in` prompt or both); filled while checking
+    # `examples_in = "prompt"`); filled while checking
     reviewed: tuple[Reference, ...] = ()
     shown: tuple[Reference, ...] = ()  # those its verdict prompts showed (closest to its claims)
 

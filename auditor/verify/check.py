@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -289,9 +289,10 @@ def check_run(
             embed = embedders.load_embedder(EmbedderConfig()).embed
         weights = MemoryWeights(**config.memory.model_dump())  # the same fields
         if config.examples_in == "prompt":
-            weights = replace(weights, accepted=0.0, marked=0.0)  # recorded, moves nothing
+            # recorded, moves nothing: decides answers with examples at the prompt's threshold
+            weights = MemoryWeights(0.0, 0.0, 0.0, config.examples_prompt_threshold)
         memory = ClaimMemory(examples, weights, config.support_threshold, embed)
-        if config.examples_in != "memory":
+        if config.examples_in == "prompt":
             for _, items in pending:
                 for item in items:
                     found = examples.for_answer(item.id, item.question, item.source_id)

@@ -262,7 +262,7 @@ def label_against_chunks(
 
 def _reviewed(item: AnswerItem, claims: list[Claim], config: JudgeConfig, embed: Embed) -> str:
     """The verdict prompts' block of what people said of other answers to the question (judge
-    `examples_in` prompt or both); the statements shown are kept on the item for its row."""
+    `examples_in = "prompt"`); the statements shown are kept on the item for its row."""
     if not item.reviewed:
         return ""
     facts = [c.text for c in claims if c.kind == "fact"]

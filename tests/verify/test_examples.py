@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from auditor.config import JudgeConfig
 from auditor.errors import BadInput
 from auditor.testing import FakeEmbedder
 from auditor.verify.examples import (
@@ -232,6 +233,8 @@ def test_a_claim_people_accepted_before_is_supported_and_says_so(
     assert "people accepted a sentence like it" in blue["reason"]
     manifest = json.loads((out / "check.json").read_text())
     assert manifest["judge"]["examples"]["answers_matched"] == 1
+    shipped = JudgeConfig().memory
+    assert manifest["judge"]["examples"]["weights"] == shipped.model_dump()
     assert len(manifest["judge"]["examples"]["sha256"]) == 64
 
     # the report says which answers the examples informed, and shows the deciding sentence
@@ -308,7 +311,7 @@ def test_an_answer_with_examples_is_decided_at_the_memorys_threshold() -> None:
     assert abstention.verdict == "supported" and abstention.memory is None
 
 
-# --- examples in the verdict prompt (`examples_in` prompt or both)
+# --- examples in the verdict prompt (`examples_in = "prompt"`)
 
 
 def test_the_prompt_shows_the_statements_closest_to_the_claims_within_its_budget() -> None:
@@ -400,8 +403,12 @@ def test_examples_in_the_prompt_reach_every_fact_call_and_the_row_says_which(
     assert {"example": "earlier-2", "sentence": "The thermostat is red.", "marked": "red"} in row[
         "reviewed"
     ]
-    # in the prompt only, the memory moves no claim
+    # in the prompt only, the memory moves no claim; the answer is decided at the threshold
+    # chosen for prompts with examples, the memory at its own
     assert all(c.get("memory") is None for c in row["claims"])
+    weights = json.loads((out / "check.json").read_text())["judge"]["examples"]["weights"]
+    assert weights["support_threshold"] == JudgeConfig().examples_prompt_threshold
+    assert weights["accepted"] == weights["marked"] == 0.0
     assert {"example": "earlier-1", "sentence": "The thermostat is blue.", "marked": None} in row[
         "reviewed"
     ]
