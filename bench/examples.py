@@ -353,20 +353,25 @@ def main() -> None:
                     flush=True,
                 )
                 print(f"  weights by fold: {paired['weights_by_fold']}", flush=True)
+    for name, book in books.items():
+        found, used, _ = memories(checks, gold, book, embed, None)
+        combined = compare(baseline, Combined(claims, found, labels, folds, gold), gold)
+        combined["examples_per_answer"] = round(sum(used.values()) / len(used), 2)
+        label = (
+            f"{name}, all per question; learned combiner (logistic over the judge's log-odds "
+            "and both similarities)"
+        )
+        figures[label] = combined
+        ba, area = combined["balanced_accuracy"], combined["auroc"]
+        print(
+            f"{label}: BA {ba['before']['value']:.3f} -> {ba['after']['value']:.3f} "
+            f"(gain {ba['gain']['value']:+.3f}, {ba['gain']['low']:+.3f}..{ba['gain']['high']:+.3f}); "
+            f"AUROC {area['before']['value']:.3f} -> {area['after']['value']:.3f} "
+            f"(gain {area['gain']['value']:+.3f}, {area['gain']['low']:+.3f}..{area['gain']['high']:+.3f}); "
+            f"{combined['changed_verdicts']} verdicts changed",
+            flush=True,
+        )
     found, _, _ = memories(checks, gold, books["siblings and the other dev answers"], embed, None)
-    combined = compare(baseline, Combined(claims, found, labels, folds, gold), gold)
-    figures["learned combiner (logistic: judge log-odds, accepted and marked similarity)"] = (
-        combined
-    )
-    ba, area = combined["balanced_accuracy"], combined["auroc"]
-    print(
-        f"learned combiner: BA {ba['before']['value']:.3f} -> {ba['after']['value']:.3f} "
-        f"(gain {ba['gain']['value']:+.3f}, {ba['gain']['low']:+.3f}..{ba['gain']['high']:+.3f}); "
-        f"AUROC {area['before']['value']:.3f} -> {area['after']['value']:.3f} "
-        f"(gain {area['gain']['value']:+.3f}, {area['gain']['low']:+.3f}..{area['gain']['high']:+.3f}); "
-        f"{combined['changed_verdicts']} verdicts changed; by fold {combined['weights_by_fold']}",
-        flush=True,
-    )
     everything = Arm(claims, found, labels, folds, GRID)
     weights, threshold = everything.fit(list(claims))
     figures["chosen_on_all_in_sample"] = weights.to_json() | {"threshold": round(threshold, 4)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from auditor.errors import BadInput
 from auditor.files import utc_now
@@ -18,9 +18,7 @@ from auditor.store import (
     read_run_manifest,
     write_run_manifest,
 )
-
-if TYPE_CHECKING:
-    from auditor.verify.examples import Reference  # examples imports this module
+from auditor.verify.base import Reference
 
 __all__ = [
     "SOURCE_CHOICES",

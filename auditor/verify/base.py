@@ -14,6 +14,7 @@ __all__ = [
     "JudgeCall",
     "JudgeReply",
     "JudgeUsage",
+    "Reference",
     "Verdict",
 ]
 
@@ -151,3 +152,17 @@ class Claim:
         span = data.get("span")
         claim.span = (int(span[0]), int(span[1])) if span else None
         return claim
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A sentence of an example: accepted by people, or holding a span they marked."""
+
+    example_id: str
+    text: str
+    marked: bool
+    span_text: str = ""  # the marked words, for the report
+
+    def to_json(self) -> dict[str, Any]:
+        marked = self.span_text if self.marked else None
+        return {"example": self.example_id, "sentence": self.text, "marked": marked}

@@ -29,7 +29,7 @@ import numpy as np
 from auditor.errors import BadInput
 from auditor.jsonl import iter_objects, unique_id
 from auditor.verify.answers import AnswerItem
-from auditor.verify.base import Claim
+from auditor.verify.base import Claim, Reference
 from auditor.verify.claims import sentence_spans
 from auditor.verify.record import claim_fields
 
@@ -186,20 +186,6 @@ def _same_question(example: Example, question: str, source_id: str | None) -> bo
     if example.source_id is not None and source_id is not None:
         return example.source_id == source_id
     return question_key(example.question) == question_key(question)
-
-
-@dataclass(frozen=True)
-class Reference:
-    """A sentence of an example: accepted by people, or holding a span they marked."""
-
-    example_id: str
-    text: str
-    marked: bool
-    span_text: str = ""  # the marked words, for the report
-
-    def to_json(self) -> dict[str, Any]:
-        marked = self.span_text if self.marked else None
-        return {"example": self.example_id, "sentence": self.text, "marked": marked}
 
 
 def references(examples: Sequence[Example]) -> list[Reference]:
