@@ -541,7 +541,7 @@ class JudgeConfig(_Model):
         description="How far examples move a claim (used only with `examples`).",
     )
     examples_in: Literal["memory", "prompt"] = Field(
-        "memory",
+        "prompt",
         description="How examples inform verdicts: `memory` (a claim like a sentence people "
         "accepted or marked is moved; no judge call) or `prompt` (the verdict prompt shows the "
         "statements people marked and accepted closest to the answer's claims; ~1.8x the "

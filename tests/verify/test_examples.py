@@ -219,7 +219,12 @@ def test_a_claim_people_accepted_before_is_supported_and_says_so(
     assert before["hallucinated"] is True and "examples" not in before
 
     out = tmp_path / "b"
-    result = _check_with_examples(tmp_path, monkeypatch, answers, out, examples)
+    result = _check_cli(
+        tmp_path,
+        monkeypatch,
+        *("--answers", str(answers), "--out", str(out), "--examples", str(examples)),
+        *("--set", 'examples_in="memory"'),
+    )
     assert result.exit_code == 0, result.output
     (row,) = read_jsonl(out / "checks.jsonl")
     assert row["examples"] == ["earlier-1"] and row["hallucinated"] is False
@@ -253,7 +258,12 @@ def test_a_claim_people_accepted_before_is_supported_and_says_so(
     grown = json.loads(answers.read_text()) | {"id": "y"}
     answers.write_text(answers.read_text() + json.dumps(grown) + "\n")
     examples.write_text(json.dumps(ACCEPTED | {"id": "earlier-2"}) + "\n")
-    again = _check_with_examples(tmp_path, monkeypatch, answers, out, examples)
+    again = _check_cli(
+        tmp_path,
+        monkeypatch,
+        *("--answers", str(answers), "--out", str(out), "--examples", str(examples)),
+        *("--set", 'examples_in="memory"'),
+    )
     assert again.exit_code == 2 and "checks here were made with examples" in again.output
 
 
