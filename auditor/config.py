@@ -532,8 +532,8 @@ class JudgeConfig(_Model):
         None,
         description="Labelled answers to the same questions (JSONL: id, question, answer, "
         "hallucinated, spans?, source_id?; e.g. an earlier audit's reviews), matched by "
-        "source_id, else by question text: each claim is compared with the sentences people "
-        "accepted and marked (`memory`). The file's hash and each answer's examples are "
+        "source_id, else by question text: the verdict prompts show what people said "
+        "(`examples_in`). The file's hash and each answer's examples are "
         "recorded. `--examples` on check and audit.",
     )
     memory: MemoryConfig = Field(
