@@ -21,7 +21,7 @@ from auditor.cli.terminal import engine_output_to
 from auditor.config import config_sha256, load_judge, parse_set_option
 from auditor.files import utc_now, write_json_atomic
 from auditor.store import ENGINE_LOG, read_check_manifest, read_jsonl
-from auditor.verify.answers import read_answers, refuse_other_answers
+from auditor.verify.answers import items_from_rows, read_answers, refuse_other_answers
 from auditor.verify.check import check_run, import_answers
 
 __all__ = ["calibrate"]
@@ -88,8 +88,10 @@ def calibrate(
     )
     refuse_other_answers(answers, out_dir)
     wanted = set(chosen)
+    # examples are read and matched before anything is written (as `check` does)
+    given = [item for item in items_from_rows(answers.rows, labels_path) if item.id in wanted]
+    config, examples = load_examples_option(examples_path, config, given)
     items = [item for item in import_answers(answers, out_dir) if item.id in wanted]
-    config, examples = load_examples_option(examples_path, config, items)
     with engine_output_to(out_dir / ENGINE_LOG), StderrProgress(enabled=not quiet) as display:
         check_run(
             [(out_dir, items)],

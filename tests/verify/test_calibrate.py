@@ -647,3 +647,23 @@ def test_calibrate_with_its_own_labels_as_examples_never_judges_an_answer_by_its
     assert without["examples"] is None
     fingerprint = calibration["judge"]["fingerprint"]["verdict_sha256"]
     assert without["judge"]["fingerprint"]["verdict_sha256"] != fingerprint
+
+
+def test_bad_examples_stop_calibrate_before_any_engine_or_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    examples = tmp_path / "examples.jsonl"
+    examples.write_text(json.dumps({"id": "e", "question": "q?", "answer": "a b c"}) + "\n")
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps(r) + "\n" for r in _labelled(24)), encoding="utf-8")
+    monkeypatch.setattr(
+        "auditor.verify.judges.make_judge",
+        lambda config: pytest.fail("a judge started before the examples were read"),
+    )
+    out = tmp_path / "cal"
+    result = CliRunner().invoke(
+        cli,
+        ["calibrate", "--labels", str(labels), "--out", str(out), "--examples", str(examples)],
+    )
+    assert result.exit_code == 2 and f'{examples}:1: "hallucinated" must be' in result.stderr
+    assert not out.exists()
