@@ -281,6 +281,19 @@ class Combined:
         return claims
 
 
+def gains(paired: dict[str, Any]) -> str:
+    """One line of paired figures: BA and AUROC before -> after, with the gain's interval."""
+    parts = []
+    for name, key in (("BA", "balanced_accuracy"), ("AUROC", "auroc")):
+        f = paired[key]
+        gain = f["gain"]
+        parts.append(
+            f"{name} {f['before']['value']:.3f} -> {f['after']['value']:.3f} "
+            f"(gain {gain['value']:+.3f}, {gain['low']:+.3f}..{gain['high']:+.3f})"
+        )
+    return "; ".join(parts) + f"; {paired['changed_verdicts']} verdicts changed"
+
+
 def compare(before: Arm, after: Arm | Combined, gold: dict[str, dict[str, Any]]) -> dict[str, Any]:
     ids = list(before.claims)
     arms = {"before": (before.flags, before.scores), "after": (after.flags, after.scores)}
@@ -362,15 +375,7 @@ def main() -> None:
             "and both similarities)"
         )
         figures[label] = combined
-        ba, area = combined["balanced_accuracy"], combined["auroc"]
-        print(
-            f"{label}: BA {ba['before']['value']:.3f} -> {ba['after']['value']:.3f} "
-            f"(gain {ba['gain']['value']:+.3f}, {ba['gain']['low']:+.3f}..{ba['gain']['high']:+.3f}); "
-            f"AUROC {area['before']['value']:.3f} -> {area['after']['value']:.3f} "
-            f"(gain {area['gain']['value']:+.3f}, {area['gain']['low']:+.3f}..{area['gain']['high']:+.3f}); "
-            f"{combined['changed_verdicts']} verdicts changed",
-            flush=True,
-        )
+        print(f"{label}: {gains(combined)}", flush=True)
     found, _, _ = memories(checks, gold, books["siblings and the other dev answers"], embed, None)
     everything = Arm(claims, found, labels, folds, GRID)
     weights, threshold = everything.fit(list(claims))

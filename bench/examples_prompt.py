@@ -51,7 +51,17 @@ from auditor.verify.examples import (
 )
 from auditor.verify.judges import make_judge
 from bench.agreement import DEV, fold_of
-from bench.examples import GRID, NONE, SIBLINGS, Arm, as_example, cached, compare, memories
+from bench.examples import (
+    GRID,
+    NONE,
+    SIBLINGS,
+    Arm,
+    as_example,
+    cached,
+    compare,
+    gains,
+    memories,
+)
 from bench.harness import side_order, write_result
 
 ARMS = ("none", "prompt")
@@ -242,15 +252,7 @@ def main() -> None:
     for label, arm in contenders.items():
         paired = compare(baseline, arm, gold)
         figures[label] = paired
-        ba, area = paired["balanced_accuracy"], paired["auroc"]
-        print(
-            f"{label}: BA {ba['before']['value']:.3f} -> {ba['after']['value']:.3f} "
-            f"(gain {ba['gain']['value']:+.3f}, {ba['gain']['low']:+.3f}..{ba['gain']['high']:+.3f}); "
-            f"AUROC {area['before']['value']:.3f} -> {area['after']['value']:.3f} "
-            f"(gain {area['gain']['value']:+.3f}, {area['gain']['low']:+.3f}..{area['gain']['high']:+.3f}); "
-            f"{paired['changed_verdicts']} verdicts changed; thresholds {paired['weights_by_fold']}",
-            flush=True,
-        )
+        print(f"{label}: {gains(paired)}; thresholds {paired['weights_by_fold']}", flush=True)
     if args.name:
         manifest = json.loads((args.run / "check.json").read_text(encoding="utf-8"))
         write_result(
