@@ -6,7 +6,7 @@ INDEX := reports/kestrel-index
 QUESTIONS := corpora/kestrel/questions.jsonl
 DEMO_PIPELINES := qwen-1.5b-cpu qwen-0.5b-cpu
 
-.PHONY: setup browser demo test lint bench
+.PHONY: setup browser demo test lint bench bench-judge
 
 setup:
 	@bash scripts/setup.sh
@@ -36,9 +36,19 @@ lint: setup
 	$(BIN)/ruff format --check auditor tests bench scripts pipelines
 	$(BIN)/mypy auditor
 
-test: lint browser
-	$(BIN)/python -m pytest --durations=15
+# every check, phase by phase with the seconds each took (scripts/test.sh): set-up, browser,
+# lint, mypy, unit tests (no engine), end-to-end tests (real engines, FAISS, Ray, Chromium)
+test:
+	@bash scripts/test.sh
 
 bench: setup
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/run_overhead.py
+
+# How well the default judge decides (bench/judge_quality.py): the verdict cases, the contrast
+# floors, the fresh contrast set and RAGTruth QA cross-validated, each PASS or FAIL against
+# today's results files. ~2.3 h on 2 cores in float32; BENCH_JUDGE_PARTS picks parts.
+BENCH_JUDGE_PARTS := smoke,floors,fresh,ragtruth
+bench-judge: setup
+	$(BIN)/python bench/judge_quality.py --parts $(BENCH_JUDGE_PARTS) --out reports/bench-judge \
+	  --name judge-quality-$(shell date +%Y-%m-%d)

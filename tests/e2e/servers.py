@@ -31,9 +31,10 @@ def _tail(log: Path, lines: int = 40) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def vllm_server(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real `vllm serve` on a free port; yields its /v1 URL and stops it at teardown."""
+    """A real `vllm serve` on a free port, one per test session (the served-API tests and the
+    RAG service share it); yields its /v1 URL and stops it at the session's end."""
     tmp = tmp_path_factory.mktemp("vllm-serve")
     port = free_port()
     log = tmp / "server.log"

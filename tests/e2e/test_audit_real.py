@@ -20,7 +20,8 @@ from auditor.cli import cli
 from auditor.config import IngestConfig
 from auditor.ingest import ingest_corpus
 from tests.browser import open_report
-from tests.conftest import KESTREL, REPO
+from tests.conftest import KESTREL
+from tests.e2e.conftest import light_pipeline_toml
 
 pytestmark = pytest.mark.e2e
 
@@ -67,10 +68,14 @@ def test_calibrate_then_audit_end_to_end_with_real_engines(
     index = tmp_path / "index"
     ingest_corpus(KESTREL / "docs", index, IngestConfig(), real_embedder)
     out, db = tmp_path / "audit", tmp_path / "history.sqlite"
+    # the bundled SmolLM2 pipeline's model and sampling on the light judge's engine settings:
+    # the judge checks on the engine that generated, as in a user's audit of such a pipeline
+    pipeline = tmp_path / "smollm2-135m-cpu.toml"
+    pipeline.write_text(light_pipeline_toml("smollm2-135m-cpu", max_tokens=192))
     args = [
         "audit",
         "--pipeline",
-        str(REPO / "pipelines" / "smollm2-135m-cpu.toml"),
+        str(pipeline),
         "--questions",
         str(KESTREL / "questions.jsonl"),
         "--index",

@@ -7,6 +7,7 @@ Run alone with `pytest -m faults`.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -178,35 +179,22 @@ def _intact(path: Path) -> list[str]:
 
 # The resume after a kill is the same code whatever the signal: it runs after SIGKILL (the
 # harshest: torn lines, no clean-up); after the others the artifacts left are checked as they
-# are (each resume costs two engine starts, and CI time is counted).
+# are (each resume costs an engine start, and CI time is counted). SIGTERM has no handler of
+# ours (its default action ends the process as SIGKILL does, and the reaper frees the engine
+# alike): it is sent to `run` alone, whose engine is the one check and audit start.
+KILL_AND_INTERRUPT = pytest.mark.parametrize(
+    "how", [signal.SIGKILL, signal.SIGINT], ids=lambda s: s.name
+)
 
 
 @SIGNALS
 def test_a_killed_run_leaves_no_engine_and_resumes_exactly(
     run_command: list[str], tmp_path: Path, smollm2_dir: Path, how: signal.Signals
 ) -> None:
+    """Killed mid-run: no engine process or /dev/shm segment of its engine is left, and (kill
+    -9, while another program makes a /dev/shm file of its own and closes it) that other file
+    is kept; the user's command line run again resumes, a quiet terminal, the summary as JSON."""
     env = _env(smollm2_dir)
-    _kill_mid_engine(run_command, env, how)
-    _intact(tmp_path / "run" / "records.jsonl")
-    if how != signal.SIGKILL:
-        return
-    before = read_records(tmp_path / "run")
-    done = subprocess.run(
-        run_command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    records = read_records(tmp_path / "run")
-    ids = [r["id"] for r in records]
-    assert len(ids) == len(set(ids)) == LIMIT, "lost or duplicated on resume"
-    kept = {r["id"]: r["answer"] for r in before}
-    assert all(r["answer"] == kept[r["id"]] for r in records if r["id"] in kept)
-
-
-def test_a_killed_run_frees_its_engines_shared_memory_and_no_other(
-    run_command: list[str], smollm2_dir: Path
-) -> None:
-    """kill -9 of a run while another program makes a /dev/shm file of its own and closes it:
-    the engine's segments are freed, the other program's file is kept."""
     other = Path("/dev/shm") / f"auditor-e2e-other-{uuid.uuid4().hex}"
 
     def another_program() -> None:
@@ -215,23 +203,46 @@ def test_a_killed_run_frees_its_engines_shared_memory_and_no_other(
         time.sleep(2)  # the watcher has polled while the file is there, closed and unheld
 
     try:
-        segments = _kill_mid_engine(run_command, _env(smollm2_dir), signal.SIGKILL, another_program)
-        assert segments, "the engine held no /dev/shm segment: nothing here shows one is freed"
-        assert other.read_bytes() == b"y" * 4096, "another program's /dev/shm file was freed"
+        if how == signal.SIGKILL:
+            segments = _kill_mid_engine(run_command, env, how, another_program)
+            assert segments, "the engine held no /dev/shm segment: nothing shows one is freed"
+            assert other.read_bytes() == b"y" * 4096, "another program's /dev/shm file was freed"
+        else:
+            _kill_mid_engine(run_command, env, how)
     finally:
         other.unlink(missing_ok=True)
+    _intact(tmp_path / "run" / "records.jsonl")
+    if how != signal.SIGKILL:
+        return
+    before = read_records(tmp_path / "run")
+    done = subprocess.run(
+        [*run_command, "--json"], cwd=REPO, env=env, capture_output=True, text=True,
+        timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = read_records(tmp_path / "run")
+    ids = [r["id"] for r in records]
+    assert len(ids) == len(set(ids)) == LIMIT, "lost or duplicated on resume"
+    kept = {r["id"]: r["answer"] for r in before}
+    assert all(r["answer"] == kept[r["id"]] for r in records if r["id"] in kept)
+    summary = json.loads(done.stdout)
+    assert summary["completed"] == LIMIT and summary["errors"] == 0
+    assert summary["skipped"] == len(before) and summary["tokens_per_s"] > 0
+    # a quiet terminal: the engine's, torch's and their workers' output went to the run's log
+    log = tmp_path / "run" / "engine.log"
+    assert f"engine and library logs: {log}" in done.stderr
+    assert "EngineCore" not in done.stderr and "Loading safetensors" not in done.stderr
+    assert "EngineCore" in log.read_text()
 
 
 # the light judge: these tests are about processes, not verdicts
 SMALL_JUDGE = light_judge_toml(all_cores=False)
 
 
-@SIGNALS
+@KILL_AND_INTERRUPT
 def test_a_killed_check_leaves_no_engine_and_resumes_exactly(
     tmp_path: Path, smollm2_dir: Path, how: signal.Signals
 ) -> None:
-    import json
-
     from auditor.store import read_jsonl
 
     rows = [json.loads(line) for line in (KESTREL / "contrast.jsonl").read_text().splitlines()]
@@ -261,7 +272,7 @@ def test_a_killed_check_leaves_no_engine_and_resumes_exactly(
     assert sorted(ids) == sorted(row["id"] for row in rows[:4]), "lost or duplicated on resume"
 
 
-@SIGNALS
+@KILL_AND_INTERRUPT
 def test_a_killed_audit_leaves_no_engine_and_resumes_exactly(
     kestrel_index: Path, tmp_path: Path, smollm2_dir: Path, how: signal.Signals
 ) -> None:
@@ -360,46 +371,66 @@ def test_a_killed_ingest_keeps_the_old_index_and_resumes_to_the_same_index(
     assert _same_index(_index_content(index), _index_content(kestrel_index))
 
 
+def _engine_processes(command: list[str], env: dict[str, str]) -> tuple[str, dict[int, str]]:
+    """Run `command` to its end; its stderr and the engine processes seen while it ran."""
+    auditor = subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    engines: dict[int, str] = {}
+    while auditor.poll() is None:
+        engines |= {p: s for p, s in _descendants(auditor.pid).items() if _is_engine(p)}
+        time.sleep(0.5)
+    err = auditor.stderr.read() if auditor.stderr else ""
+    assert auditor.returncode == 0, err[-2000:]
+    assert not [pid for pid, since in engines.items() if _alive(pid, since)]
+    return err, engines
+
+
 def test_an_audit_on_the_judges_engine_starts_it_once_with_the_same_verdicts(
     kestrel_index: Path, tmp_path: Path, smollm2_dir: Path
 ) -> None:
-    """A pipeline on the judge's own engine settings: the audit starts one engine, the judge
-    checks on it, and nothing is left running; the claims and verdicts are those of the same
-    audit with the judge on an engine of its own (another KV cache size: an engine-only
-    setting, so the checks are comparable)."""
+    """A pipeline on the judge's own engine settings: the audit starts one engine (the
+    processes of one engine, as many as a check alone starts), the judge checks on it, and
+    nothing is left running; the claims and verdicts are those of the same answers checked by
+    the judge on an engine of its own (another KV cache size: an engine-only setting, so the
+    checks are comparable)."""
+    import shutil
+
     from auditor.store import read_jsonl
 
     pipeline = tmp_path / "p.toml"
     pipeline.write_text(PIPELINE)
-    checks, seen = {}, {}
+    judges = {}
     for name, kv_cache in (("shared", 1), ("apart", 2)):
-        judge = tmp_path / f"{name}.toml"
-        judge.write_text(
+        judges[name] = tmp_path / f"{name}.toml"
+        judges[name].write_text(
             SMALL_JUDGE.replace(
                 "max_model_len = 2048", f"max_model_len = 2048\nkv_cache_gib = {kv_cache}"
             )
         )
-        command = [
-            sys.executable, "-m", "auditor", "audit", "--pipeline", str(pipeline),
-            "--questions", str(KESTREL / "questions.jsonl"), "--index", str(kestrel_index),
-            "--out", str(tmp_path / name), "--limit", "2", "--judge", str(judge),
-        ]  # fmt: skip
-        auditor = subprocess.Popen(
-            command, cwd=REPO, env=_env(smollm2_dir), stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        engines: dict[int, str] = {}
-        while auditor.poll() is None:
-            engines |= {p: s for p, s in _descendants(auditor.pid).items() if _is_engine(p)}
-            time.sleep(0.5)
-        err = auditor.stderr.read() if auditor.stderr else ""
-        assert auditor.returncode == 0, err[-2000:]
-        assert ("the judge checks on the engine that generated" in err) == (name == "shared")
-        assert not [pid for pid, since in engines.items() if _alive(pid, since)]
-        seen[name] = len(engines)
-        checks[name] = [
+    audit = [
+        sys.executable, "-m", "auditor", "audit", "--pipeline", str(pipeline),
+        "--questions", str(KESTREL / "questions.jsonl"), "--index", str(kestrel_index),
+        "--out", str(tmp_path / "audit"), "--limit", "2", "--judge", str(judges["shared"]),
+    ]  # fmt: skip
+    err, shared_engines = _engine_processes(audit, _env(smollm2_dir))
+    assert "the judge checks on the engine that generated" in err
+    # the same answers, checked apart: the run dir copied without its checks
+    shared = tmp_path / "audit" / "faults-e2e"
+    apart = tmp_path / "apart"
+    shutil.copytree(shared, apart, ignore=shutil.ignore_patterns("check*", "summary.json"))
+    check = [
+        sys.executable, "-m", "auditor", "check", str(apart), "--judge", str(judges["apart"]),
+    ]  # fmt: skip
+    err, apart_engines = _engine_processes(check, _env(smollm2_dir))
+    assert "the judge checks on the engine that generated" not in err
+    # one engine each: an audit that started a second one would show twice the processes
+    assert 0 < len(shared_engines) == len(apart_engines), (shared_engines, apart_engines)
+    checks = {
+        name: [
             (row["id"], [(c["text"], c["verdict"], c["p_supported"]) for c in row["claims"]])
-            for row in read_jsonl(tmp_path / name / "faults-e2e" / "checks.jsonl")
+            for row in read_jsonl(run / "checks.jsonl")
         ]
-    assert seen["shared"] < seen["apart"], seen  # engine processes: one engine fewer
+        for name, run in (("shared", shared), ("apart", apart))
+    }
     assert checks["shared"] == checks["apart"]

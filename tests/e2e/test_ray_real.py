@@ -18,14 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from auditor.cli import cli
 from auditor.config import IngestConfig
 from auditor.generate import reaper
 from auditor.ingest import ingest_corpus
 from auditor.store import read_jsonl
 from auditor.testing import ray_cluster_processes, ray_nodes_here
 from tests.conftest import KESTREL, REPO
-from tests.e2e.conftest import light_judge_toml
+from tests.e2e.conftest import EnginePool, light_judge_toml
 
 pytestmark = pytest.mark.e2e
 
@@ -152,23 +154,30 @@ def _wait_for_commits(out: Path, process: subprocess.Popen[Any], count: int) -> 
 
 
 def test_ray_verdicts_match_the_single_process_check(
-    cluster: tuple[str, dict[str, str]], smollm2_dir: Path, tmp_path: Path
+    cluster: tuple[str, dict[str, str]],
+    smollm2_dir: Path,
+    tmp_path: Path,
+    engine_pool: EnginePool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A judge on two actors on two nodes gives the verdicts of the single-process check it
-    is compared with, on the same batches (2 answers). The light SmolLM2 judge: two float32
-    1.5B engines (~12 GB each) do not fit beside the driver on a 24 GB machine without
-    bfloat16, and the verdicts' agreement with people is not what is tested here."""
+    is compared with, on the same batches (2 answers), the same engine settings (one core an
+    engine). The light SmolLM2 judge: two float32 1.5B engines (~12 GB each) do not fit
+    beside the driver on a 24 GB machine without bfloat16, and the verdicts' agreement with
+    people is not what is tested here. The single-process check runs in this process, on an
+    engine the session's pool keeps."""
     address, env = cluster
     env = env | {"AUDITOR_MODELS_DIR": str(smollm2_dir.parent)}
+    monkeypatch.setenv("AUDITOR_MODELS_DIR", str(smollm2_dir.parent))
     rows = [json.loads(line) for line in (KESTREL / "contrast.jsonl").read_text().splitlines()]
     answers = _answers(tmp_path / "answers.jsonl", rows[:4])
     judge = tmp_path / "judge.toml"
     judge.write_text(light_judge_toml(answers_per_batch=2, all_cores=False))
-    single = subprocess.run(
-        _check(answers, tmp_path / "single", "--judge", str(judge)),
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False,
+    single = CliRunner().invoke(
+        cli, ["check", "--answers", str(answers), "--out", str(tmp_path / "single"),
+              "--judge", str(judge), "-q"],
     )  # fmt: skip
-    assert single.returncode == 0, single.stderr[-2000:]
+    assert single.exit_code == 0, single.output
     with _Cluster(address) as seen:
         spread_out = ("--judge", str(judge), "--ray", address, "--ray-actors", "2")
         ray = subprocess.run(

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +15,8 @@ from auditor.ingest import ingest_corpus
 from auditor.run import run_pipeline
 from auditor.store import read_records
 from auditor.testing import SharedGenerator
-from tests.conftest import KESTREL, REPO
+from tests.conftest import KESTREL
+from tests.e2e.conftest import LIGHT_CPU_THREADS, EnginePool
 
 pytestmark = pytest.mark.e2e
 
@@ -29,6 +27,7 @@ PIPELINE = {
         "kind": "vllm",
         "model": "smollm2-135m-instruct",
         "max_model_len": 2048,
+        "cpu_threads": LIGHT_CPU_THREADS,  # the light judge's engine: the session's pool has it
         "sampling": {"max_tokens": 40},
     },
 }
@@ -42,10 +41,13 @@ def kestrel_index(tmp_path_factory: pytest.TempPathFactory, real_embedder: Any) 
 
 
 @pytest.fixture(scope="module")
-def engine(smollm2_dir: Path) -> Iterator[VLLMGenerator]:
+def engine(smollm2_dir: Path, _engines: EnginePool) -> Iterator[VLLMGenerator]:
+    """The session's SmolLM2 engine (started here if no test before needed it)."""
     config = PipelineConfig.model_validate(PIPELINE)
     assert config.generator is not None and config.generator.kind == "vllm"
-    generator = VLLMGenerator.from_config(config.generator)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AUDITOR_MODELS_DIR", str(smollm2_dir.parent))
+        generator = _engines.lend(config.generator)
     yield generator
     generator.close()
 
@@ -126,29 +128,3 @@ def test_resume_adds_only_missing_questions(
     summary = _run(engine, kestrel_index, tmp_path / "run", limit=4)
     ids = [r["id"] for r in read_records(tmp_path / "run")]
     assert len(ids) == len(set(ids)) == 4 and summary.skipped == 2
-
-
-def test_cli_run_in_a_fresh_process(kestrel_index: Path, tmp_path: Path, smollm2_dir: Path) -> None:
-    """The user's command line: `auditor run` starts its own engine and prints the summary."""
-    pipeline = tmp_path / "p.toml"
-    pipeline.write_text(
-        'name = "cli-e2e"\n[generator]\nkind = "vllm"\nmodel = "smollm2-135m-instruct"\n'
-        "max_model_len = 2048\n[generator.sampling]\nmax_tokens = 16\n"
-    )
-    command = [
-        sys.executable, "-m", "auditor", "run", "--pipeline", str(pipeline),
-        "--questions", str(KESTREL / "questions.jsonl"), "--index", str(kestrel_index),
-        "--out", str(tmp_path / "run"), "--limit", "2", "--json", "-q",
-    ]  # fmt: skip
-    env = os.environ | {"AUDITOR_MODELS_DIR": str(smollm2_dir.parent)}
-    done = subprocess.run(
-        command, capture_output=True, text=True, cwd=REPO, env=env, timeout=600, check=False
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    summary = json.loads(done.stdout)
-    assert summary["completed"] == 2 and summary["errors"] == 0 and summary["tokens_per_s"] > 0
-    # a quiet terminal: the engine's, torch's and their workers' output went to the run's log
-    log = tmp_path / "run" / "engine.log"
-    assert f"engine and library logs: {log}" in done.stderr
-    assert "EngineCore" not in done.stderr and "Loading safetensors" not in done.stderr
-    assert "EngineCore" in log.read_text()
