@@ -6,7 +6,7 @@ INDEX := reports/kestrel-index
 QUESTIONS := corpora/kestrel/questions.jsonl
 DEMO_PIPELINES := qwen-1.5b-cpu qwen-0.5b-cpu
 
-.PHONY: setup browser demo test lint bench bench-judge
+.PHONY: setup browser demo test test-extended lint bench bench-judge
 
 setup:
 	@bash scripts/setup.sh
@@ -40,6 +40,11 @@ lint: setup
 # lint, mypy, unit tests (no engine), end-to-end tests (real engines, FAISS, Ray, Chromium)
 test:
 	@bash scripts/test.sh
+
+# the variants make test leaves out (every signal on every command of the fault suite), with
+# the end-to-end tests: ~25 min more on 2 cores in float32; weekly, or before a release
+test-extended: setup
+	$(BIN)/python -m pytest -m e2e --run-extended --durations=25
 
 bench: setup
 	$(BIN)/python bench/ingest.py

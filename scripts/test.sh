@@ -7,6 +7,9 @@
 #   AUDITOR_TEST_TIMES=FILE  where the phase times go as JSON (default reports/test-times.json;
 #                            bench/results/test-suite-DATE.json for a kept measurement)
 #   PYTEST_ARGS="..."        extra pytest arguments for both pytest phases
+#   AUDITOR_TEST_WORKERS=N   pytest-xdist workers for the end-to-end phase (default 2): an engine
+#                            start is mostly single-threaded imports in three processes (~60-90 s
+#                            on 2 cores), so one test's start overlaps another's work
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,4 +67,6 @@ run_phase lint lint
 run_phase mypy "$BIN/mypy" auditor
 # unit tests: fakes and real files, no engine; then every path on real components
 run_phase unit "$BIN/python" -m pytest -m "not e2e" --durations="$SLOWEST" "${extra[@]}"
-run_phase e2e "$BIN/python" -m pytest -m e2e --durations="$SLOWEST" "${extra[@]}"
+# tests sharing a session's engines or the Ray cluster run on one worker (xdist_group)
+run_phase e2e "$BIN/python" -m pytest -m e2e -n "${AUDITOR_TEST_WORKERS:-2}" --dist loadgroup \
+  --durations="$SLOWEST" "${extra[@]}"

@@ -106,13 +106,29 @@ def make_pdf(pages: list[str]) -> bytes:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-gpu", action="store_true", help="Run tests that need CUDA.")
+    parser.addoption(
+        "--run-extended",
+        action="store_true",
+        help="Run the variants of paths make test covers (make test-extended).",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`gpu` tests are reported as skipped (with the reason) unless --run-gpu is given."""
-    if config.getoption("--run-gpu"):
-        return
-    skip = pytest.mark.skip(reason="needs CUDA: pass --run-gpu on a GPU machine")
+    """`gpu` and `extended` tests are reported as skipped, with the reason and the option that
+    runs them, unless --run-gpu or --run-extended is given."""
+    skips = {
+        "gpu": (
+            config.getoption("--run-gpu"),
+            pytest.mark.skip(reason="needs CUDA: pass --run-gpu on a GPU machine"),
+        ),
+        "extended": (
+            config.getoption("--run-extended"),
+            pytest.mark.skip(
+                reason="a variant of a path make test covers: make test-extended (--run-extended)"
+            ),
+        ),
+    }
     for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+        for marker, (run, skip) in skips.items():
+            if marker in item.keywords and not run:
+                item.add_marker(skip)

@@ -40,14 +40,15 @@ LIGHT_ENGINE = (
 )
 
 
-def light_judge_toml(answers_per_batch: int = 2, all_cores: bool = True) -> str:
+def light_judge_toml(answers_per_batch: int = 16, all_cores: bool = True) -> str:
     """A judge on SmolLM2-135M, for tests of paths, processes and scale, not of verdicts.
 
     The default 1.5B judge runs in float32 on a CPU without bfloat16 (~12 GB, ~33 s per RAGTruth
     answer on 2 cores): its verdicts are tested by the smoke in test_check_real and measured by
     bench/judge_quality.py; everything else a check does (prompts, structured outputs,
-    commits, resumes, calibration, reports) is the same code on either model. `all_cores`
-    False leaves vLLM's default binding (one core), as a Ray actor of one CPU has.
+    commits, resumes, calibration, reports) is the same code on either model. 16 answers a
+    batch, as the product's default (batched calls keep the cores busy); `all_cores` False
+    leaves vLLM's default binding (one core), as a Ray actor of one CPU has.
     """
     engine = LIGHT_ENGINE if all_cores else LIGHT_ENGINE.split("cpu_threads")[0]
     return (

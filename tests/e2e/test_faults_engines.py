@@ -2,7 +2,12 @@
 SIGTERM) leave no engine process and no /dev/shm segment behind, and a resumed run loses and
 repeats nothing.
 
-Run alone with `pytest -m faults`.
+Every path runs in `make test` once, each on its own engine in a subprocess (the kill is what
+is tested): an audit killed while it generates and again while it checks, then resumed to the
+end; Ctrl-C and SIGTERM on a run; an ingest killed three ways; an audit on its judge's engine.
+The same kills on each command alone, every signal with its resume (`extended`: `make
+test-extended`), are variants of those paths: the same generator loop, reaper and commits.
+Run alone with `pytest -m faults --run-extended`.
 """
 
 from __future__ import annotations
@@ -22,17 +27,22 @@ import pytest
 
 from auditor.config import IngestConfig
 from auditor.ingest import ingest_corpus
-from auditor.store import read_records
+from auditor.store import read_jsonl, read_records
+from auditor.verdict_cases import smoke_cases
 from tests.conftest import KESTREL, REPO
 from tests.e2e.conftest import light_judge_toml
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
+# short answers (16 tokens) from two chunks each: the judge's work stays small
 PIPELINE = (
-    'name = "faults-e2e"\n[generator]\nkind = "vllm"\nmodel = "smollm2-135m-instruct"\n'
-    "max_model_len = 2048\n[generator.sampling]\nmax_tokens = 32\n"
+    'name = "faults-e2e"\n[retrieval]\ntop_k = 2\n[generator]\nkind = "vllm"\n'
+    'model = "smollm2-135m-instruct"\nmax_model_len = 2048\n[generator.sampling]\nmax_tokens = 16\n'
 )
-LIMIT = 12
+LIMIT = 4
+# the light judge (these tests are about processes, not verdicts), one answer a batch: a kill
+# after the first checked answer lands before the last
+SMALL_JUDGE = light_judge_toml(answers_per_batch=1, all_cores=False)
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +120,19 @@ def run_command(kestrel_index: Path, tmp_path: Path, smollm2_dir: Path) -> Itera
     ]  # fmt: skip
 
 
+def _audit_command(kestrel_index: Path, tmp_path: Path) -> list[str]:
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(PIPELINE)
+    judge = tmp_path / "judge.toml"
+    judge.write_text(SMALL_JUDGE)
+    return [
+        sys.executable, "-m", "auditor", "audit", "--pipeline", str(pipeline),
+        "--questions", str(KESTREL / "questions.jsonl"), "--index", str(kestrel_index),
+        "--out", str(tmp_path / "audit"), "--limit", str(LIMIT), "--judge", str(judge),
+        "--history", str(tmp_path / "history.sqlite"), "-q",
+    ]  # fmt: skip
+
+
 def _as_from_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
@@ -119,10 +142,11 @@ def _kill_mid_engine(
     env: dict[str, str],
     how: signal.Signals,
     meanwhile: Callable[[], None] = lambda: None,
+    when: Callable[[], bool] | None = None,
 ) -> set[str]:
-    """Start `command`, call `meanwhile` and send `how` once its engine runs, and assert that
-    10 s later none of its processes is alive and the /dev/shm segments they held are gone;
-    returns those segments."""
+    """Start `command`; once its engine runs (3 s after its process appears, or once `when`
+    holds), call `meanwhile` and send `how`; assert that within 10 s none of its processes is
+    alive and the /dev/shm segments they held are gone. Returns those segments."""
     auditor = subprocess.Popen(
         command,
         cwd=REPO,
@@ -133,26 +157,33 @@ def _kill_mid_engine(
         preexec_fn=_as_from_a_terminal,
     )
     try:
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 420
         processes: dict[int, str] = {}
         while time.monotonic() < deadline and auditor.poll() is None:
             processes = _descendants(auditor.pid)
-            if any(_is_engine(pid) for pid in processes):
+            if any(_is_engine(pid) for pid in processes) and (when is None or when()):
                 break
             time.sleep(0.5)
         assert any(_is_engine(pid) for pid in processes), "no engine process ever started"
-        time.sleep(3)  # mid-run: the engine is working
+        assert auditor.poll() is None, "the command ended before it could be killed"
+        if when is None:
+            time.sleep(3)  # mid-run: the engine is working
         meanwhile()
         processes = _descendants(auditor.pid)
         segments = _shm_held_by(processes)
         auditor.send_signal(how)
         auditor.wait(timeout=60)
         assert auditor.returncode != 0, f"ran to the end: {how.name} did not stop it"
-        time.sleep(10)
-        survivors = [pid for pid, started in processes.items() if _alive(pid, started)]
+        gone_by = time.monotonic() + 10
+        while time.monotonic() < gone_by:
+            survivors = [pid for pid, started in processes.items() if _alive(pid, started)]
+            left = [s for s in segments if Path(s).exists()]
+            if not survivors and not left:
+                break
+            time.sleep(0.5)
         # the watcher itself exits once it has reaped
         assert survivors == [], f"alive 10 s after {how.name}: {survivors}"
-        assert not [s for s in segments if Path(s).exists()], "shared memory left behind"
+        assert left == [], "shared memory left behind"
     finally:
         auditor.kill()
     return segments
@@ -162,55 +193,103 @@ def _env(smollm2_dir: Path) -> dict[str, str]:
     return os.environ | {"AUDITOR_MODELS_DIR": str(smollm2_dir.parent)}
 
 
-SIGNALS = pytest.mark.parametrize(
-    "how", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name
-)
-
-
 def _intact(path: Path) -> list[str]:
     """The ids of a JSONL artifact that a killed command left: each once (a torn last line,
     repaired on resume, is allowed)."""
-    from auditor.store import read_jsonl
-
     ids = [row["id"] for row in read_jsonl(path, repair=True)] if path.exists() else []
     assert len(ids) == len(set(ids)), f"{path.name}: duplicated"
     return ids
 
 
-# The resume after a kill is the same code whatever the signal: it runs after SIGKILL (the
-# harshest: torn lines, no clean-up); after the others the artifacts left are checked as they
-# are (each resume costs an engine start, and CI time is counted). SIGTERM has no handler of
-# ours (its default action ends the process as SIGKILL does, and the reaper frees the engine
-# alike): it is sent to `run` alone, whose engine is the one check and audit start.
-KILL_AND_INTERRUPT = pytest.mark.parametrize(
-    "how", [signal.SIGKILL, signal.SIGINT], ids=lambda s: s.name
+class _OtherProgram:
+    """Another program's /dev/shm file, made and closed while an engine runs: never ours to
+    free."""
+
+    def __init__(self) -> None:
+        self.path = Path("/dev/shm") / f"auditor-e2e-other-{uuid.uuid4().hex}"
+
+    def __call__(self) -> None:
+        script = f"open({str(self.path)!r}, 'wb').write(b'y' * 4096)"
+        subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+        time.sleep(2)  # the watcher has polled while the file is there, closed and unheld
+
+    def kept(self) -> bool:
+        return self.path.read_bytes() == b"y" * 4096
+
+
+def test_an_audit_killed_while_generating_then_while_checking_resumes_exactly(
+    kestrel_index: Path, tmp_path: Path, smollm2_dir: Path
+) -> None:
+    """kill -9 of an audit whose engine starts and generates (another program meanwhile makes
+    a /dev/shm file of its own), then kill -9 of the same command resumed, after its first
+    checked answer, then the command once more: no engine process or /dev/shm segment of the
+    engine outlives a kill, the other program's file is kept, every answer is generated and
+    checked once and no committed row is rewritten; the terminal stays quiet (the engine's
+    output is in the audit's log)."""
+    command = _audit_command(kestrel_index, tmp_path)
+    env = _env(smollm2_dir)
+    run = tmp_path / "audit" / "faults-e2e"
+    other = _OtherProgram()
+    try:
+        segments = _kill_mid_engine(command, env, signal.SIGKILL, other)
+        assert segments, "the engine held no /dev/shm segment: nothing shows one is freed"
+        assert other.kept(), "another program's /dev/shm file was freed"
+    finally:
+        other.path.unlink(missing_ok=True)
+    _intact(run / "records.jsonl")
+
+    def checking() -> bool:
+        return len(_intact(run / "checks.jsonl")) >= 1
+
+    _kill_mid_engine(command, env, signal.SIGKILL, when=checking)
+    assert len(_intact(run / "records.jsonl")) == LIMIT, "every answer before the first check"
+    first = _intact(run / "checks.jsonl")
+    assert 0 < len(first) < LIMIT, "killed after its first checked answer, before its last"
+    kept = {row["id"]: row for row in read_jsonl(run / "checks.jsonl", repair=True)}
+
+    done = subprocess.run(
+        command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    for artifact in ("records.jsonl", "checks.jsonl"):
+        ids = [row["id"] for row in read_jsonl(run / artifact)]
+        assert len(ids) == len(set(ids)) == LIMIT, f"{artifact}: lost or duplicated on resume"
+    rows = read_jsonl(run / "checks.jsonl")
+    assert [row["id"] for row in rows[: len(first)]] == first, "committed rows are never moved"
+    assert all(row == kept[row["id"]] for row in rows if row["id"] in kept), "nor rewritten"
+    assert (tmp_path / "audit" / "report.html").is_file()
+    log = tmp_path / "audit" / "engine.log"
+    assert f"engine and library logs: {log}" in done.stderr
+    assert "EngineCore" not in done.stderr and "Loading safetensors" not in done.stderr
+    assert "EngineCore" in log.read_text()
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_ctrl_c_or_sigterm_stops_a_run_and_leaves_no_engine(
+    run_command: list[str], tmp_path: Path, smollm2_dir: Path, how: signal.Signals
+) -> None:
+    """Ctrl-C (our handler: the engine shut down, the records flushed) and SIGTERM (no handler
+    of ours: the watcher frees the engine, as after kill -9) while the engine runs."""
+    _kill_mid_engine(run_command, _env(smollm2_dir), how)
+    _intact(tmp_path / "run" / "records.jsonl")
+
+
+SIGNALS = pytest.mark.parametrize(
+    "how", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name
 )
 
 
+# The matrix: each command alone, each signal; the resume after SIGKILL (the harshest: torn
+# lines, no clean-up). Variants of the paths above (`make test-extended`).
+
+
+@pytest.mark.extended
 @SIGNALS
 def test_a_killed_run_leaves_no_engine_and_resumes_exactly(
     run_command: list[str], tmp_path: Path, smollm2_dir: Path, how: signal.Signals
 ) -> None:
-    """Killed mid-run: no engine process or /dev/shm segment of its engine is left, and (kill
-    -9, while another program makes a /dev/shm file of its own and closes it) that other file
-    is kept; the user's command line run again resumes, a quiet terminal, the summary as JSON."""
     env = _env(smollm2_dir)
-    other = Path("/dev/shm") / f"auditor-e2e-other-{uuid.uuid4().hex}"
-
-    def another_program() -> None:
-        script = f"open({str(other)!r}, 'wb').write(b'y' * 4096)"
-        subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
-        time.sleep(2)  # the watcher has polled while the file is there, closed and unheld
-
-    try:
-        if how == signal.SIGKILL:
-            segments = _kill_mid_engine(run_command, env, how, another_program)
-            assert segments, "the engine held no /dev/shm segment: nothing shows one is freed"
-            assert other.read_bytes() == b"y" * 4096, "another program's /dev/shm file was freed"
-        else:
-            _kill_mid_engine(run_command, env, how)
-    finally:
-        other.unlink(missing_ok=True)
+    _kill_mid_engine(run_command, env, how)
     _intact(tmp_path / "run" / "records.jsonl")
     if how != signal.SIGKILL:
         return
@@ -226,31 +305,28 @@ def test_a_killed_run_leaves_no_engine_and_resumes_exactly(
     kept = {r["id"]: r["answer"] for r in before}
     assert all(r["answer"] == kept[r["id"]] for r in records if r["id"] in kept)
     summary = json.loads(done.stdout)
-    assert summary["completed"] == LIMIT and summary["errors"] == 0
-    assert summary["skipped"] == len(before) and summary["tokens_per_s"] > 0
-    # a quiet terminal: the engine's, torch's and their workers' output went to the run's log
-    log = tmp_path / "run" / "engine.log"
-    assert f"engine and library logs: {log}" in done.stderr
-    assert "EngineCore" not in done.stderr and "Loading safetensors" not in done.stderr
-    assert "EngineCore" in log.read_text()
+    assert summary["completed"] == LIMIT and summary["skipped"] == len(before)
 
 
-# the light judge: these tests are about processes, not verdicts
-SMALL_JUDGE = light_judge_toml(all_cores=False)
-
-
-@KILL_AND_INTERRUPT
+@pytest.mark.extended
+@SIGNALS
 def test_a_killed_check_leaves_no_engine_and_resumes_exactly(
     tmp_path: Path, smollm2_dir: Path, how: signal.Signals
 ) -> None:
-    from auditor.store import read_jsonl
-
-    rows = [json.loads(line) for line in (KESTREL / "contrast.jsonl").read_text().splitlines()]
+    cases = smoke_cases()
     answers = tmp_path / "answers.jsonl"
     answers.write_text(
         "".join(
-            json.dumps({k: row[k] for k in ("id", "question", "contexts", "answer")}) + "\n"
-            for row in rows[:4]
+            json.dumps(
+                {
+                    "id": case.item.id,
+                    "question": case.item.question,
+                    "contexts": [text for _, text in case.item.chunks],
+                    "answer": case.item.answer,
+                }
+            )
+            + "\n"
+            for case in cases
         )
     )
     judge = tmp_path / "judge.toml"
@@ -269,25 +345,15 @@ def test_a_killed_check_leaves_no_engine_and_resumes_exactly(
     )
     assert done.returncode in (0, 1), done.stderr[-2000:]  # 1: a weak judge failed throughout
     ids = [row["id"] for row in read_jsonl(tmp_path / "out" / "checks.jsonl")]
-    assert sorted(ids) == sorted(row["id"] for row in rows[:4]), "lost or duplicated on resume"
+    assert sorted(ids) == sorted(case.item.id for case in cases), "lost or duplicated on resume"
 
 
-@KILL_AND_INTERRUPT
+@pytest.mark.extended
+@SIGNALS
 def test_a_killed_audit_leaves_no_engine_and_resumes_exactly(
     kestrel_index: Path, tmp_path: Path, smollm2_dir: Path, how: signal.Signals
 ) -> None:
-    from auditor.store import read_jsonl
-
-    pipeline = tmp_path / "p.toml"
-    pipeline.write_text(PIPELINE)
-    judge = tmp_path / "judge.toml"
-    judge.write_text(SMALL_JUDGE)
-    command = [
-        sys.executable, "-m", "auditor", "audit", "--pipeline", str(pipeline),
-        "--questions", str(KESTREL / "questions.jsonl"), "--index", str(kestrel_index),
-        "--out", str(tmp_path / "audit"), "--limit", "4", "--judge", str(judge),
-        "--history", str(tmp_path / "history.sqlite"), "-q",
-    ]  # fmt: skip
+    command = _audit_command(kestrel_index, tmp_path)
     env = _env(smollm2_dir)
     _kill_mid_engine(command, env, how)
     run = tmp_path / "audit" / "faults-e2e"
@@ -301,14 +367,12 @@ def test_a_killed_audit_leaves_no_engine_and_resumes_exactly(
     assert done.returncode == 0, done.stderr[-2000:]
     for artifact in ("records.jsonl", "checks.jsonl"):
         ids = [row["id"] for row in read_jsonl(run / artifact)]
-        assert len(ids) == len(set(ids)) == 4, f"{artifact}: lost or duplicated on resume"
+        assert len(ids) == len(set(ids)) == LIMIT, f"{artifact}: lost or duplicated on resume"
     assert (tmp_path / "audit" / "report.html").is_file()
 
 
 def _index_content(index: Path) -> dict[str, Any]:
     """What an index serves: its documents and chunks (manifest, docstore), and its vectors."""
-    import json
-
     import faiss
 
     manifest = json.loads((index / "manifest.json").read_text())
@@ -334,7 +398,15 @@ def _same_index(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return bool((similarity.max(axis=1) > 0.9999).all() and (similarity.max(axis=0) > 0.9999).all())
 
 
-@SIGNALS
+@pytest.mark.parametrize(
+    "how",
+    [
+        signal.SIGKILL,
+        signal.SIGINT,
+        pytest.param(signal.SIGTERM, marks=pytest.mark.extended),  # as SIGKILL: no handler
+    ],
+    ids=lambda s: s.name,
+)
 def test_a_killed_ingest_keeps_the_old_index_and_resumes_to_the_same_index(
     tmp_path: Path, kestrel_index: Path, how: signal.Signals
 ) -> None:
@@ -395,8 +467,6 @@ def test_an_audit_on_the_judges_engine_starts_it_once_with_the_same_verdicts(
     the judge on an engine of its own (another KV cache size: an engine-only setting, so the
     checks are comparable)."""
     import shutil
-
-    from auditor.store import read_jsonl
 
     pipeline = tmp_path / "p.toml"
     pipeline.write_text(PIPELINE)

@@ -26,13 +26,16 @@ from auditor.generate import reaper
 from auditor.ingest import ingest_corpus
 from auditor.store import read_jsonl
 from auditor.testing import ray_cluster_processes, ray_nodes_here
+from auditor.verdict_cases import negation_cases, smoke_cases
 from tests.conftest import KESTREL, REPO
 from tests.e2e.conftest import EnginePool, light_judge_toml
 
-pytestmark = pytest.mark.e2e
+# one xdist worker runs the group: one Ray cluster on this machine at a time
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("ray")]
 
 # one answer a batch: a kill lands mid-batch with answers committed before it
 SMALL_JUDGE = light_judge_toml(answers_per_batch=1, all_cores=False)
+ANSWERS = 6
 
 
 @pytest.fixture(scope="module")
@@ -127,10 +130,25 @@ def _nothing_left(cluster: _Cluster, within_s: float = 30) -> None:
     assert not cluster.segments_left(), f"left in /dev/shm: {cluster.segments_left()}"
 
 
-def _answers(path: Path, rows: list[dict[str, Any]]) -> Path:
-    keep = ("id", "question", "contexts", "answer")
-    path.write_text("".join(json.dumps({k: r[k] for k in keep}) + "\n" for r in rows))
-    return path
+def _answers(path: Path) -> list[str]:
+    """Short answers with their one passage each (auditor.verdict_cases): the judge's work
+    stays small; what is tested is where it runs and how a kill ends. Returns their ids."""
+    cases = (smoke_cases() + negation_cases())[:ANSWERS]
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": case.item.id,
+                    "question": case.item.question,
+                    "contexts": [text for _, text in case.item.chunks],
+                    "answer": case.item.answer,
+                }
+            )
+            + "\n"
+            for case in cases
+        )
+    )
+    return [case.item.id for case in cases]
 
 
 def _check(answers: Path, out: Path, *extra: str) -> list[str]:
@@ -153,64 +171,30 @@ def _wait_for_commits(out: Path, process: subprocess.Popen[Any], count: int) -> 
     raise AssertionError(f"no {count} committed answers before the command ended or timed out")
 
 
-def test_ray_verdicts_match_the_single_process_check(
-    cluster: tuple[str, dict[str, str]],
-    smollm2_dir: Path,
-    tmp_path: Path,
-    engine_pool: EnginePool,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A judge on two actors on two nodes gives the verdicts of the single-process check it
-    is compared with, on the same batches (2 answers), the same engine settings (one core an
-    engine). The light SmolLM2 judge: two float32 1.5B engines (~12 GB each) do not fit
-    beside the driver on a 24 GB machine without bfloat16, and the verdicts' agreement with
-    people is not what is tested here. The single-process check runs in this process, on an
-    engine the session's pool keeps."""
-    address, env = cluster
-    env = env | {"AUDITOR_MODELS_DIR": str(smollm2_dir.parent)}
-    monkeypatch.setenv("AUDITOR_MODELS_DIR", str(smollm2_dir.parent))
-    rows = [json.loads(line) for line in (KESTREL / "contrast.jsonl").read_text().splitlines()]
-    answers = _answers(tmp_path / "answers.jsonl", rows[:4])
-    judge = tmp_path / "judge.toml"
-    judge.write_text(light_judge_toml(answers_per_batch=2, all_cores=False))
-    single = CliRunner().invoke(
-        cli, ["check", "--answers", str(answers), "--out", str(tmp_path / "single"),
-              "--judge", str(judge), "-q"],
-    )  # fmt: skip
-    assert single.exit_code == 0, single.output
-    with _Cluster(address) as seen:
-        spread_out = ("--judge", str(judge), "--ray", address, "--ray-actors", "2")
-        ray = subprocess.run(
-            _check(answers, tmp_path / "ray", *spread_out),
-            cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False,
-        )  # fmt: skip
-        assert ray.returncode == 0, ray.stderr[-2000:]
-        _nothing_left(seen)  # a clean end, as after the kills below
-    by_id = {r["id"]: r for r in read_jsonl(tmp_path / "single" / "checks.jsonl")}
-    spread = {r["id"]: r for r in read_jsonl(tmp_path / "ray" / "checks.jsonl")}
-    assert sorted(spread) == sorted(by_id)
+def _same_verdicts(single: Path, spread: Path) -> None:
+    """The Ray check's rows against the single-process check's: each answer's outcome and
+    verdict, and (nearly) every claim's. One core an engine on either side; an actor killed
+    mid-batch and retried changes nothing."""
+    by_id = {r["id"]: r for r in read_jsonl(single / "checks.jsonl")}
+    spread_rows = {r["id"]: r for r in read_jsonl(spread / "checks.jsonl")}
+    assert sorted(spread_rows) == sorted(by_id)
     same = total = 0
     gaps = []
     for ident, row in by_id.items():
-        assert spread[ident]["outcome"] == row["outcome"], ident
-        assert spread[ident]["hallucinated"] == row["hallucinated"], ident
-        theirs = {c["text"]: c for c in spread[ident]["claims"]}
+        assert spread_rows[ident]["outcome"] == row["outcome"], ident
+        assert spread_rows[ident]["hallucinated"] == row["hallucinated"], ident
+        theirs = {c["text"]: c for c in spread_rows[ident]["claims"]}
         for claim in row["claims"]:
             total += 1
             if (other := theirs.get(claim["text"])) is not None:
                 same += other["verdict"] == claim["verdict"]
                 if claim.get("p_supported") is not None and other.get("p_supported") is not None:
                     gaps.append(abs(claim["p_supported"] - other["p_supported"]))
-    # 1 thread per actor here, 2 in the single process: sums in another order move
-    # probabilities a little, so verdicts are compared, not probabilities
+    # sums in another order (another process, batch or retry) move probabilities a little,
+    # so verdicts are compared, not probabilities
     assert total and same / total >= 0.95, (same, total, max(gaps, default=0))
-    manifest = json.loads((tmp_path / "ray" / "check.json").read_text())
-    assert manifest["scale"]["backend"] == "ray" and manifest["scale"]["nodes"] == 2
-    # which actors get batches is Ray's call (one that starts first may take both)
-    assert manifest["scale"]["actors"] == 2 and manifest["scale"]["num_cpus"] == 1
-    single_manifest = json.loads((tmp_path / "single" / "check.json").read_text())
-    assert manifest["judge"]["identity"]["name"] == single_manifest["judge"]["identity"]["name"]
-    assert set(spread[next(iter(spread))]) == set(by_id[next(iter(by_id))]), "same schema"
+    first = next(iter(by_id))
+    assert set(spread_rows[first]) == set(by_id[first]), "same schema"
 
 
 def _actor_processes(address: str) -> list[int]:
@@ -226,23 +210,38 @@ def _actor_processes(address: str) -> list[int]:
     return found
 
 
-def test_a_killed_driver_then_a_killed_actor_end_with_every_answer_once(
-    cluster: tuple[str, dict[str, str]], smollm2_dir: Path, tmp_path: Path
+def test_a_killed_driver_then_a_killed_actor_end_with_the_single_process_verdicts(
+    cluster: tuple[str, dict[str, str]],
+    smollm2_dir: Path,
+    tmp_path: Path,
+    engine_pool: EnginePool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The command SIGKILLed after its first commit (its actors and engines die with it), then
-    re-run; in the re-run the actor SIGKILLed mid-batch (Ray restarts it and retries the
-    batch): every answer committed once, none given up, no engine left, and after each kill
-    no /dev/shm segment of the engines; a file another program made meanwhile is kept."""
+    """`check --ray`: the command SIGKILLed after its first commit (its actors and engines die
+    with it), then re-run on two actors on two nodes, one SIGKILLed mid-batch (Ray restarts it
+    and retries the batch): every answer committed once, none given up, no engine left, and
+    after each kill no /dev/shm segment of the engines; a file another program made meanwhile
+    is kept. The verdicts are the single-process check's on the same answers and batches (run
+    in this process, on an engine of the session's pool, one core as an actor has). The light
+    SmolLM2 judge: two float32 1.5B engines (~12 GB each) do not fit beside the driver on a
+    24 GB machine without bfloat16, and the verdicts' agreement with people is not what is
+    tested here."""
     address, env = cluster
     env = env | {"AUDITOR_MODELS_DIR": str(smollm2_dir.parent)}
-    rows = [json.loads(line) for line in (KESTREL / "contrast.jsonl").read_text().splitlines()]
-    answers = _answers(tmp_path / "answers.jsonl", rows[:6])
+    monkeypatch.setenv("AUDITOR_MODELS_DIR", str(smollm2_dir.parent))
+    answers = tmp_path / "answers.jsonl"
+    ids = _answers(answers)
     judge = tmp_path / "judge.toml"
     judge.write_text(SMALL_JUDGE)
+    single = CliRunner().invoke(
+        cli, ["check", "--answers", str(answers), "--out", str(tmp_path / "single"),
+              "--judge", str(judge), "-q"],
+    )  # fmt: skip
+    assert single.exit_code == 0, single.output
+
     out = tmp_path / "out"
     command = _check(answers, out, "--judge", str(judge), "--ray", address, "--ray-actors", "1")
     other = Path("/dev/shm") / f"auditor-e2e-other-{uuid.uuid4().hex}"
-
     with _Cluster(address) as seen:
         driver = subprocess.Popen(
             command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -259,32 +258,40 @@ def test_a_killed_driver_then_a_killed_actor_end_with_every_answer_once(
             driver.kill()
         try:
             first = _ids(out)
-            assert first and len(first) < 6, "killed after its first commit, before its last"
+            assert first and len(first) < ANSWERS, "killed after its first commit, before its last"
             _nothing_left(seen, within_s=60)  # the driver's actors die with it, engines too
             assert other.read_bytes() == b"y" * 4096, "another program's /dev/shm file was freed"
         finally:
             other.unlink(missing_ok=True)
 
+    two_actors = [*command[:-1], "2"]  # --ray-actors 2: one an engine on each node
     with _Cluster(address) as seen:
         rerun = subprocess.Popen(
-            command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            two_actors, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             text=True,
         )  # fmt: skip
         try:
             _wait_for_commits(out, rerun, len(first) + 1)
             actors = _actor_processes(address)
-            assert len(actors) == 1, actors
+            assert actors, "no actor runs the check"
             os.kill(actors[0], signal.SIGKILL)  # mid-batch: the next batch was handed to it
             _, stderr = rerun.communicate(timeout=900)
         finally:
             rerun.kill()
         assert rerun.returncode == 0, stderr[-2000:]
-        ids = _ids(out)
-        assert sorted(ids) == sorted(r["id"] for r in rows[:6]), "lost or duplicated"
-        assert ids[: len(first)] == first, "committed rows are never rewritten"
+        found = _ids(out)
+        assert sorted(found) == sorted(ids), "lost or duplicated"
+        assert found[: len(first)] == first, "committed rows are never rewritten"
         outcomes = {row["id"]: row["outcome"] for row in read_jsonl(out / "checks.jsonl")}
         assert "judge_failed" not in outcomes.values(), "the batch was retried, not given up"
         _nothing_left(seen)  # the killed actor's engine and its restarted one's
+    manifest = json.loads((out / "check.json").read_text())
+    assert manifest["scale"]["backend"] == "ray" and manifest["scale"]["nodes"] == 2
+    # which actors get batches is Ray's call (one that starts first may take both)
+    assert manifest["scale"]["actors"] == 2 and manifest["scale"]["num_cpus"] == 1
+    single_manifest = json.loads((tmp_path / "single" / "check.json").read_text())
+    assert manifest["judge"]["identity"]["name"] == single_manifest["judge"]["identity"]["name"]
+    _same_verdicts(tmp_path / "single", out)
 
 
 def test_offline_generation_over_two_engines_records_every_question_once(
@@ -302,14 +309,14 @@ def test_offline_generation_over_two_engines_records_every_question_once(
     pipeline = tmp_path / "p.toml"
     pipeline.write_text(
         'name = "ray-e2e"\n[generator]\nkind = "vllm"\nmodel = "smollm2-135m-instruct"\n'
-        "max_model_len = 2048\n[generator.sampling]\nmax_tokens = 32\n"
+        "max_model_len = 2048\n[generator.sampling]\nmax_tokens = 16\n"
     )
     with _Cluster(address) as seen:
         done = subprocess.run(
             [
                 sys.executable, "-m", "auditor", "run", "--pipeline", str(pipeline),
                 "--questions", str(KESTREL / "questions.jsonl"), "--index", str(index),
-                "--out", str(tmp_path / "run"), "--limit", "6", "--ray", address, "--json",
+                "--out", str(tmp_path / "run"), "--limit", "4", "--ray", address, "--json",
             ],
             cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False,
         )  # fmt: skip
@@ -317,7 +324,7 @@ def test_offline_generation_over_two_engines_records_every_question_once(
         _nothing_left(seen)
     records = list(read_jsonl(tmp_path / "run" / "records.jsonl"))
     assert sorted(r["id"] for r in records) == sorted({r["id"] for r in records})
-    assert len(records) == 6 and all(r["answer"] and r["error"] is None for r in records)
+    assert len(records) == 4 and all(r["answer"] and r["error"] is None for r in records)
     assert all(r["ttft_s"] is not None and r["e2e_s"] >= r["ttft_s"] for r in records)
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["load_regime"]["engines"] == 2 and manifest["load_regime"]["scale"] == "ray"

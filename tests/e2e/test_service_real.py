@@ -28,7 +28,8 @@ from auditor.store import read_jsonl
 from tests.conftest import KESTREL, REPO
 from tests.e2e.servers import MODEL_NAME, free_port
 
-pytestmark = pytest.mark.e2e
+# one xdist worker runs the group: it shares the session's engines (tests/e2e/conftest.py)
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("engines")]
 
 LIMIT = 3
 
