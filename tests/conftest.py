@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +17,37 @@ RAGTRUTH = SHARED / "datasets" / "ragtruth-qa"
 KESTREL = REPO / "corpora" / "kestrel"
 
 WriteCorpus = Callable[[dict[str, str | bytes]], Path]
+
+
+def _engine_cores() -> list[int]:
+    """The cores this test process's engines compute on: every core, or under pytest-xdist a
+    share of them per worker. An engine start is mostly single-threaded imports (~60-90 s on 2
+    cores), so one worker's start overlaps the other's work; two engines binding the same
+    cores would instead slow each other down (their OpenMP threads spin)."""
+    cores = sorted(os.sched_getaffinity(0))
+    worker = os.environ.get("PYTEST_XDIST_WORKER")  # gw0, gw1, ...
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if worker is None or count > len(cores):
+        return cores
+    share = len(cores) // count
+    number = int(worker.removeprefix("gw"))
+    return cores[number * share : (number + 1) * share]
+
+
+def _binding(cores: list[int]) -> str:
+    """vLLM's VLLM_CPU_OMP_THREADS_BIND form of a list of cores."""
+    if cores == list(range(cores[0], cores[-1] + 1)):
+        return f"{cores[0]}-{cores[-1]}" if len(cores) > 1 else str(cores[0])
+    return ",".join(map(str, cores))
+
+
+ENGINE_CORES = _binding(_engine_cores())  # the `cpu_threads` of the tests' engines
+ONE_CORE = str(_engine_cores()[0])  # an engine on one core, as a Ray actor of one CPU has
+if "PYTEST_XDIST_WORKER" in os.environ:
+    # engines started outside our configs (a served vLLM, the LlamaIndex example) stay on the
+    # worker's cores too: vLLM reads the binding from the environment, subprocesses inherit it
+    os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ENGINE_CORES
+    os.environ["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
 # Prepared models live in the user's model cache (keyed by sha256), read before any test
 # points AUDITOR_HOME elsewhere, so a CI run converts each model once, not once per test.
 MODELS_DIR = models_dir()

@@ -9,7 +9,6 @@ actors, engine start and stop) starts its own in a subprocess, because that is w
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 
 from auditor.generate.vllm_offline import VLLMGenerator, engine_settings
+from tests.conftest import ENGINE_CORES, ONE_CORE
 from tests.e2e.servers import vllm_server
 
 __all__ = [
@@ -31,10 +31,10 @@ __all__ = [
 ]
 
 
-# The engine the tests of paths share (SmolLM2 on every core): the light judge and any
+# The engine the tests of paths share (SmolLM2 on the test process's cores): the light judge and any
 # in-process SmolLM2 pipeline of a test start it alike, so the pool starts it once per session
 # and an audit's judge checks on the engine that generated, as a user's audit does.
-LIGHT_CPU_THREADS = f"0-{max(1, os.cpu_count() or 1) - 1}"
+LIGHT_CPU_THREADS = ENGINE_CORES
 LIGHT_ENGINE = (
     f'model = "smollm2-135m-instruct"\nmax_model_len = 2048\ncpu_threads = "{LIGHT_CPU_THREADS}"\n'
 )
@@ -48,9 +48,9 @@ def light_judge_toml(answers_per_batch: int = 16, all_cores: bool = True) -> str
     bench/judge_quality.py; everything else a check does (prompts, structured outputs,
     commits, resumes, calibration, reports) is the same code on either model. 16 answers a
     batch, as the product's default (batched calls keep the cores busy); `all_cores` False
-    leaves vLLM's default binding (one core), as a Ray actor of one CPU has.
+    binds one core, as a Ray actor of one CPU has.
     """
-    engine = LIGHT_ENGINE if all_cores else LIGHT_ENGINE.split("cpu_threads")[0]
+    engine = LIGHT_ENGINE if all_cores else LIGHT_ENGINE.replace(ENGINE_CORES, ONE_CORE)
     return (
         f'name = "smollm2-judge"\nmetrics = ["faithfulness"]\n'
         f"answers_per_batch = {answers_per_batch}\n"

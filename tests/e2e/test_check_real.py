@@ -12,7 +12,6 @@ floors this file held before, and any change under auditor/verify/ comes with it
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from auditor.verdict_cases import case_failures, ragtruth_cases, smoke_cases
 from auditor.verify.base import Judge
 from auditor.verify.check import check_items
 from auditor.verify.judges import make_judge
-from tests.conftest import MODELS_DIR
+from tests.conftest import ENGINE_CORES, MODELS_DIR
 
 pytestmark = pytest.mark.e2e
 
@@ -39,9 +38,9 @@ RAGTRUTH_PAIR = ("ragtruth-qa-12233-gpt-3.5-turbo-0613", "ragtruth-qa-15254-mist
 @pytest.fixture(scope="module")
 def judge() -> Iterator[Judge]:
     prepare_model("qwen2.5-coder-1.5b-instruct", cache=MODELS_DIR)
-    # every core, as the demo and the benches run the judge (the default leaves one to the OS);
-    # the engine is the only thing the tests run meanwhile
-    config = load_judge(None, {"generator.cpu_threads": f"0-{max(1, os.cpu_count() or 1) - 1}"})
+    # every core of this test process, as the demo and the benches run the judge (the default
+    # leaves one to the OS)
+    config = load_judge(None, {"generator.cpu_threads": ENGINE_CORES})
     assert config.generator.kind == "vllm"
     engine = make_judge(config)
     yield engine

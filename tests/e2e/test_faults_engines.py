@@ -29,7 +29,7 @@ from auditor.config import IngestConfig
 from auditor.ingest import ingest_corpus
 from auditor.store import read_jsonl, read_records
 from auditor.verdict_cases import smoke_cases
-from tests.conftest import KESTREL, REPO
+from tests.conftest import KESTREL, ONE_CORE, REPO
 from tests.e2e.conftest import light_judge_toml
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
@@ -37,7 +37,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 # short answers (16 tokens) from two chunks each: the judge's work stays small
 PIPELINE = (
     'name = "faults-e2e"\n[retrieval]\ntop_k = 2\n[generator]\nkind = "vllm"\n'
-    'model = "smollm2-135m-instruct"\nmax_model_len = 2048\n[generator.sampling]\nmax_tokens = 16\n'
+    f'model = "smollm2-135m-instruct"\nmax_model_len = 2048\ncpu_threads = "{ONE_CORE}"\n'
+    "[generator.sampling]\nmax_tokens = 16\n"
 )
 LIMIT = 4
 # the light judge (these tests are about processes, not verdicts), one answer a batch: a kill

@@ -27,7 +27,7 @@ from auditor.ingest import ingest_corpus
 from auditor.store import read_jsonl
 from auditor.testing import ray_cluster_processes, ray_nodes_here
 from auditor.verdict_cases import negation_cases, smoke_cases
-from tests.conftest import KESTREL, REPO
+from tests.conftest import KESTREL, ONE_CORE, REPO
 from tests.e2e.conftest import EnginePool, light_judge_toml
 
 # one xdist worker runs the group: one Ray cluster on this machine at a time
@@ -309,7 +309,7 @@ def test_offline_generation_over_two_engines_records_every_question_once(
     pipeline = tmp_path / "p.toml"
     pipeline.write_text(
         'name = "ray-e2e"\n[generator]\nkind = "vllm"\nmodel = "smollm2-135m-instruct"\n'
-        "max_model_len = 2048\n[generator.sampling]\nmax_tokens = 16\n"
+        f'max_model_len = 2048\ncpu_threads = "{ONE_CORE}"\n[generator.sampling]\nmax_tokens = 16\n'
     )
     with _Cluster(address) as seen:
         done = subprocess.run(
