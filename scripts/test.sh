@@ -7,9 +7,7 @@
 #   AUDITOR_TEST_TIMES=FILE  where the phase times go as JSON (default reports/test-times.json;
 #                            bench/results/test-suite-DATE.json for a kept measurement)
 #   PYTEST_ARGS="..."        extra pytest arguments for both pytest phases
-#   AUDITOR_TEST_WORKERS=N   pytest-xdist workers for the end-to-end phase (default 2): an engine
-#                            start is mostly single-threaded imports in three processes (~60-90 s
-#                            on 2 cores), so one test's start overlaps another's work
+#   AUDITOR_TEST_SHARDS=1    the end-to-end tests in one pytest process instead of two
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,6 +65,44 @@ run_phase lint lint
 run_phase mypy "$BIN/mypy" auditor
 # unit tests: fakes and real files, no engine; then every path on real components
 run_phase unit "$BIN/python" -m pytest -m "not e2e" --durations="$SLOWEST" "${extra[@]}"
-# tests sharing a session's engines or the Ray cluster run on one worker (xdist_group)
-run_phase e2e "$BIN/python" -m pytest -m e2e -n "${AUDITOR_TEST_WORKERS:-2}" --dist loadgroup \
-  --durations="$SLOWEST" "${extra[@]}"
+# The end-to-end tests in two pytest processes side by side, each on a core of its own (with
+# 2 cores or more): an engine start is mostly single-threaded imports in three processes
+# (~60-90 s on 2 cores), so one shard's start overlaps the other's work. Shard "engines" holds
+# the tests that borrow the session's in-process engines and its `vllm serve`; shard "rest"
+# every other end-to-end test (a new test file lands there by default).
+ENGINES_SHARD=(tests/e2e/test_audit_real.py tests/e2e/test_examples_real.py
+  tests/e2e/test_run_vllm.py tests/e2e/test_openai_vllm_serve.py tests/e2e/test_service_real.py)
+
+e2e_sharded() {
+  local ignore=() logs status_engines status_rest cores_engines cores_rest
+  for path in "${ENGINES_SHARD[@]}"; do ignore+=(--ignore "$path"); done
+  logs=$(mktemp -d)
+  # the cores this process may use, halved: "0" and "1" on 2 cores
+  read -r cores_engines cores_rest < <("$BIN/python" -c 'import os
+c = sorted(os.sched_getaffinity(0)); h = len(c) // 2
+print(",".join(map(str, c[:h])), ",".join(map(str, c[h:])))')
+  AUDITOR_TEST_CORES=$cores_engines "$BIN/python" -m pytest -p no:cacheprovider -m e2e \
+    --durations="$SLOWEST" "${extra[@]}" "${ENGINES_SHARD[@]}" > "$logs/engines.log" 2>&1 &
+  local engines=$!
+  AUDITOR_TEST_CORES=$cores_rest "$BIN/python" -m pytest -p no:cacheprovider -m e2e \
+    --durations="$SLOWEST" "${extra[@]}" "${ignore[@]}" tests > "$logs/rest.log" 2>&1
+  status_rest=$?
+  wait "$engines"
+  status_engines=$?
+  echo "== e2e shard \"engines\" (cores $cores_engines): ${ENGINES_SHARD[*]} =="
+  cat "$logs/engines.log"
+  echo "== e2e shard \"rest\" (cores $cores_rest): every other end-to-end test =="
+  cat "$logs/rest.log"
+  rm -rf "$logs"
+  [ "$status_engines" -eq 0 ] && [ "$status_rest" -eq 0 ]
+}
+
+e2e() {
+  if [ "$(nproc)" -ge 2 ] && [ "${AUDITOR_TEST_SHARDS:-2}" != 1 ]; then
+    e2e_sharded
+  else
+    "$BIN/python" -m pytest -m e2e --durations="$SLOWEST" "${extra[@]}"
+  fi
+}
+
+run_phase e2e e2e

@@ -20,18 +20,20 @@ WriteCorpus = Callable[[dict[str, str | bytes]], Path]
 
 
 def _engine_cores() -> list[int]:
-    """The cores this test process's engines compute on: every core, or under pytest-xdist a
-    share of them per worker. An engine start is mostly single-threaded imports (~60-90 s on 2
-    cores), so one worker's start overlaps the other's work; two engines binding the same
-    cores would instead slow each other down (their OpenMP threads spin)."""
+    """The cores this test process's engines compute on: every core, or those `make test`
+    gives its shard of the end-to-end tests (AUDITOR_TEST_CORES, e.g. "1"; scripts/test.sh).
+    An engine start is mostly single-threaded imports (~60-90 s on 2 cores), so one shard's
+    start overlaps the other's work; two engines binding the same cores would instead slow
+    each other down (their OpenMP threads spin)."""
     cores = sorted(os.sched_getaffinity(0))
-    worker = os.environ.get("PYTEST_XDIST_WORKER")  # gw0, gw1, ...
-    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    if worker is None or count > len(cores):
+    given = os.environ.get("AUDITOR_TEST_CORES")
+    if not given:
         return cores
-    share = len(cores) // count
-    number = int(worker.removeprefix("gw"))
-    return cores[number * share : (number + 1) * share]
+    chosen = set()
+    for part in given.split(","):
+        low, _, high = part.partition("-")
+        chosen.update(range(int(low), int(high or low) + 1))
+    return [core for core in cores if core in chosen] or cores
 
 
 def _binding(cores: list[int]) -> str:
@@ -43,9 +45,9 @@ def _binding(cores: list[int]) -> str:
 
 ENGINE_CORES = _binding(_engine_cores())  # the `cpu_threads` of the tests' engines
 ONE_CORE = str(_engine_cores()[0])  # an engine on one core, as a Ray actor of one CPU has
-if "PYTEST_XDIST_WORKER" in os.environ:
+if os.environ.get("AUDITOR_TEST_CORES"):
     # engines started outside our configs (a served vLLM, the LlamaIndex example) stay on the
-    # worker's cores too: vLLM reads the binding from the environment, subprocesses inherit it
+    # shard's cores too: vLLM reads the binding from the environment, subprocesses inherit it
     os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ENGINE_CORES
     os.environ["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
 # Prepared models live in the user's model cache (keyed by sha256), read before any test

@@ -23,8 +23,7 @@ from tests.browser import open_report
 from tests.conftest import KESTREL
 from tests.e2e.conftest import light_pipeline_toml
 
-# one xdist worker runs the group: it shares the session's engines (tests/e2e/conftest.py)
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("engines")]
+pytestmark = pytest.mark.e2e
 
 CALIBRATION_SLICE = 10  # labelled answers of each kind: 20, the least a calibration accepts
 

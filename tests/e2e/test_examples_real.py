@@ -13,8 +13,7 @@ from click.testing import CliRunner
 from auditor.cli import cli
 from auditor.store import read_jsonl
 
-# one xdist worker runs the group: it shares the session's engines (tests/e2e/conftest.py)
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("engines")]
+pytestmark = pytest.mark.e2e
 
 
 def _answers_and_siblings(ragtruth: Path, tmp_path: Path) -> tuple[Path, Path, str]:

@@ -19,8 +19,7 @@ from auditor.generate.openai_server import (
 )
 from tests.e2e.servers import MODEL_NAME
 
-# one xdist worker runs the group: it shares the session's `vllm serve` (tests/e2e/servers.py)
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("served")]
+pytestmark = pytest.mark.e2e
 
 # vLLM 0.32 names, read off a live /metrics (v1 engine): per-request histograms
 TTFT_METRIC = "vllm:time_to_first_token_seconds"

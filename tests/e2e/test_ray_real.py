@@ -30,12 +30,14 @@ from auditor.verdict_cases import negation_cases, smoke_cases
 from tests.conftest import KESTREL, ONE_CORE, REPO
 from tests.e2e.conftest import EnginePool, light_judge_toml
 
-# one xdist worker runs the group: one Ray cluster on this machine at a time
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("ray")]
+pytestmark = pytest.mark.e2e
 
 # one answer a batch: a kill lands mid-batch with answers committed before it
 SMALL_JUDGE = light_judge_toml(answers_per_batch=1, all_cores=False)
-ANSWERS = 6
+ANSWERS = 5
+# the verdict cases the light judge lists claims for within its token limit ("no-fee" makes
+# SmolLM2 repeat itself to the limit, three times: minutes of judge time for nothing tested here)
+LIGHT_JUDGED = ("right", "wrong", "abstains", "not-eu", "no-data")
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +135,7 @@ def _nothing_left(cluster: _Cluster, within_s: float = 30) -> None:
 def _answers(path: Path) -> list[str]:
     """Short answers with their one passage each (auditor.verdict_cases): the judge's work
     stays small; what is tested is where it runs and how a kill ends. Returns their ids."""
-    cases = (smoke_cases() + negation_cases())[:ANSWERS]
+    cases = [c for c in smoke_cases() + negation_cases() if c.item.id in LIGHT_JUDGED][:ANSWERS]
     path.write_text(
         "".join(
             json.dumps(

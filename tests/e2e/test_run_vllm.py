@@ -18,8 +18,7 @@ from auditor.testing import SharedGenerator
 from tests.conftest import KESTREL
 from tests.e2e.conftest import LIGHT_CPU_THREADS, EnginePool
 
-# one xdist worker runs the group: it shares the session's engines (tests/e2e/conftest.py)
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("engines")]
+pytestmark = pytest.mark.e2e
 
 PIPELINE = {
     "name": "smollm2-e2e",

@@ -28,8 +28,7 @@ from auditor.store import read_jsonl
 from tests.conftest import KESTREL, REPO
 from tests.e2e.servers import MODEL_NAME, free_port
 
-# one xdist worker runs the group: it shares the session's `vllm serve` (tests/e2e/servers.py)
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("served")]
+pytestmark = pytest.mark.e2e
 
 LIMIT = 3
 

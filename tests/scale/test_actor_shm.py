@@ -24,7 +24,6 @@ from tests.conftest import REPO
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.faults,
-    pytest.mark.xdist_group("ray"),  # one xdist worker runs the group: one Ray cluster at a time
     pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="needs Linux /proc and /dev/shm"),
 ]
 
