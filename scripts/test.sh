@@ -68,10 +68,14 @@ run_phase unit "$BIN/python" -m pytest -m "not e2e" --durations="$SLOWEST" "${ex
 # The end-to-end tests in two pytest processes side by side, each on a core of its own (with
 # 2 cores or more): an engine start is mostly single-threaded imports in three processes
 # (~60-90 s on 2 cores), so one shard's start overlaps the other's work. Shard "engines" holds
-# the tests that borrow the session's in-process engines and its `vllm serve`; shard "rest"
-# every other end-to-end test (a new test file lands there by default).
+# the tests that borrow the session's in-process engines and its `vllm serve`, and the tests
+# that start no engine (to balance the shards: ~24 min each on 2 cores in float32); shard
+# "rest" every other end-to-end test: the 1.5B judge's smoke, the engine kills and the Ray
+# cluster (one cluster at a time), and any new test file.
 ENGINES_SHARD=(tests/e2e/test_audit_real.py tests/e2e/test_examples_real.py
-  tests/e2e/test_run_vllm.py tests/e2e/test_openai_vllm_serve.py tests/e2e/test_service_real.py)
+  tests/e2e/test_run_vllm.py tests/e2e/test_openai_vllm_serve.py tests/e2e/test_service_real.py
+  tests/e2e/test_ingest_real.py tests/e2e/test_faults_ingest.py tests/e2e/test_report_browser.py
+  tests/e2e/test_review_browser.py)
 
 e2e_sharded() {
   local ignore=() logs status_engines status_rest cores_engines cores_rest

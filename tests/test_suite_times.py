@@ -43,3 +43,13 @@ def test_make_test_runs_every_phase_in_order() -> None:
     assert phases == ["setup", "browser", "lint", "mypy", "unit", "e2e"]
     makefile = (REPO / "Makefile").read_text()
     assert "\t@bash scripts/test.sh" in makefile.split("\ntest:", 1)[1].split("\n\n")[0]
+
+
+def test_the_engines_shard_names_end_to_end_files_that_exist() -> None:
+    """scripts/test.sh runs these files in one shard and every other end-to-end test in the
+    other: a renamed file must be renamed there too (pytest would stop on a missing path)."""
+    script = (REPO / "scripts" / "test.sh").read_text()
+    block = script.split("ENGINES_SHARD=(", 1)[1].split(")", 1)[0]
+    files = block.split()
+    assert files and all((REPO / f).is_file() and f.startswith("tests/e2e/") for f in files)
+    assert len(files) == len(set(files))
