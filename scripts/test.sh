@@ -85,11 +85,19 @@ e2e_sharded() {
   read -r cores_engines cores_rest < <("$BIN/python" -c 'import os
 c = sorted(os.sched_getaffinity(0)); h = len(c) // 2
 print(",".join(map(str, c[:h])), ",".join(map(str, c[h:])))')
-  AUDITOR_TEST_CORES=$cores_engines "$BIN/python" -m pytest -p no:cacheprovider -m e2e \
-    --durations="$SLOWEST" "${extra[@]}" "${ENGINES_SHARD[@]}" > "$logs/engines.log" 2>&1 &
+  # each shard and everything it starts (commands, engine cores, Ray nodes) on its own cores:
+  # an engine's core process spins while its worker computes, and would take the other's
+  local pin_engines=() pin_rest=()
+  if command -v taskset > /dev/null; then
+    pin_engines=(taskset -c "$cores_engines")
+    pin_rest=(taskset -c "$cores_rest")
+  fi
+  AUDITOR_TEST_CORES=$cores_engines "${pin_engines[@]}" "$BIN/python" -m pytest \
+    -p no:cacheprovider -m e2e --durations="$SLOWEST" "${extra[@]}" "${ENGINES_SHARD[@]}" \
+    > "$logs/engines.log" 2>&1 &
   local engines=$!
-  AUDITOR_TEST_CORES=$cores_rest "$BIN/python" -m pytest -p no:cacheprovider -m e2e \
-    --durations="$SLOWEST" "${extra[@]}" "${ignore[@]}" tests > "$logs/rest.log" 2>&1
+  AUDITOR_TEST_CORES=$cores_rest "${pin_rest[@]}" "$BIN/python" -m pytest -p no:cacheprovider \
+    -m e2e --durations="$SLOWEST" "${extra[@]}" "${ignore[@]}" tests > "$logs/rest.log" 2>&1
   status_rest=$?
   wait "$engines"
   status_engines=$?

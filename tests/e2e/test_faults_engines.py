@@ -177,6 +177,7 @@ def _kill_mid_engine(
         meanwhile()
         processes = _descendants(auditor.pid)
         segments = _shm_held_by(processes)
+        engines = {pid: since for pid, since in processes.items() if _is_engine(pid)}
         auditor.send_signal(how)
         auditor.wait(timeout=60)
         assert auditor.returncode != 0, f"ran to the end: {how.name} did not stop it"
@@ -194,7 +195,7 @@ def _kill_mid_engine(
         auditor.kill()
         if stderr is not None:
             err.close()  # type: ignore[union-attr]
-    return segments, {pid: since for pid, since in processes.items() if _is_engine(pid)}
+    return segments, engines
 
 
 def _env(smollm2_dir: Path) -> dict[str, str]:

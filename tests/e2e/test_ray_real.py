@@ -212,16 +212,23 @@ def _actor_processes(address: str) -> list[int]:
     return found
 
 
+@pytest.mark.parametrize(
+    "kill_an_actor",
+    # the actor's restart is one more engine start: the retry is a variant (make test-extended)
+    [False, pytest.param(True, marks=pytest.mark.extended)],
+    ids=["driver", "driver-then-actor"],
+)
 def test_a_killed_driver_then_a_killed_actor_end_with_the_single_process_verdicts(
     cluster: tuple[str, dict[str, str]],
     smollm2_dir: Path,
     tmp_path: Path,
     engine_pool: EnginePool,
     monkeypatch: pytest.MonkeyPatch,
+    kill_an_actor: bool,
 ) -> None:
     """`check --ray`: the command SIGKILLed after its first commit (its actors and engines die
-    with it), then re-run on two actors on two nodes, one SIGKILLed mid-batch (Ray restarts it
-    and retries the batch): every answer committed once, none given up, no engine left, and
+    with it), then re-run on two actors on two nodes, (extended) one SIGKILLed mid-batch (Ray
+    restarts it and retries the batch): every answer committed once, none given up, no engine left, and
     after each kill no /dev/shm segment of the engines; a file another program made meanwhile
     is kept. The verdicts are the single-process check's on the same answers and batches (run
     in this process, on an engine of the session's pool, one core as an actor has). The light
@@ -273,10 +280,11 @@ def test_a_killed_driver_then_a_killed_actor_end_with_the_single_process_verdict
             text=True,
         )  # fmt: skip
         try:
-            _wait_for_commits(out, rerun, len(first) + 1)
-            actors = _actor_processes(address)
-            assert actors, "no actor runs the check"
-            os.kill(actors[0], signal.SIGKILL)  # mid-batch: the next batch was handed to it
+            if kill_an_actor:
+                _wait_for_commits(out, rerun, len(first) + 1)
+                actors = _actor_processes(address)
+                assert actors, "no actor runs the check"
+                os.kill(actors[0], signal.SIGKILL)  # mid-batch: the next batch was handed to it
             _, stderr = rerun.communicate(timeout=900)
         finally:
             rerun.kill()
@@ -286,7 +294,7 @@ def test_a_killed_driver_then_a_killed_actor_end_with_the_single_process_verdict
         assert found[: len(first)] == first, "committed rows are never rewritten"
         outcomes = {row["id"]: row["outcome"] for row in read_jsonl(out / "checks.jsonl")}
         assert "judge_failed" not in outcomes.values(), "the batch was retried, not given up"
-        _nothing_left(seen)  # the killed actor's engine and its restarted one's
+        _nothing_left(seen)  # the actors' engines (a killed one's and its restarted one's)
     manifest = json.loads((out / "check.json").read_text())
     assert manifest["scale"]["backend"] == "ray" and manifest["scale"]["nodes"] == 2
     # which actors get batches is Ray's call (one that starts first may take both)
