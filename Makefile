@@ -41,8 +41,8 @@ lint: setup
 test:
 	@bash scripts/test.sh
 
-# the variants make test leaves out (every signal on every command of the fault suite), with
-# the end-to-end tests: ~25 min more on 2 cores in float32; weekly, or before a release
+# the end-to-end tests with the variants make test leaves out (every signal on every command
+# of the fault suite, Ray's actor restart, run --ray): weekly, or before a release
 test-extended: setup
 	$(BIN)/python -m pytest -m e2e --run-extended --durations=25
 
@@ -52,7 +52,8 @@ bench: setup
 
 # How well the default judge decides (bench/judge_quality.py): the verdict cases, the contrast
 # floors, the fresh contrast set and RAGTruth QA cross-validated, each PASS or FAIL against
-# today's results files. ~2.3 h on 2 cores in float32; BENCH_JUDGE_PARTS picks parts.
+# today's results files. ~2.3 h on 2 cores in float32 (estimated from each part's last
+# run); BENCH_JUDGE_PARTS picks parts.
 BENCH_JUDGE_PARTS := smoke,floors,fresh,ragtruth
 bench-judge: setup
 	$(BIN)/python bench/judge_quality.py --parts $(BENCH_JUDGE_PARTS) --out reports/bench-judge \
