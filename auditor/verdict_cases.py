@@ -20,7 +20,14 @@ from typing import Any
 
 from auditor.verify.answers import AnswerItem
 
-__all__ = ["VerdictCase", "case_failures", "negation_cases", "ragtruth_cases", "smoke_cases"]
+__all__ = [
+    "VerdictCase",
+    "case_failures",
+    "negation_cases",
+    "ragtruth_cases",
+    "smoke_cases",
+    "write_answers",
+]
 
 RETURNS = (
     "Returns: unopened items can be returned within 30 days of delivery. A restocking fee of "
@@ -181,3 +188,19 @@ def case_failures(cases: Iterable[VerdictCase], rows: Mapping[str, Any]) -> list
             if wrong:
                 failures.append(f"{ident}: not supported by {case.supported_by}: {wrong}")
     return failures
+
+
+def write_answers(cases: list[VerdictCase], path: Path) -> list[str]:
+    """The cases as an answers file (`check --answers`: id, question, contexts, answer);
+    returns their ids."""
+    rows = [
+        {
+            "id": case.item.id,
+            "question": case.item.question,
+            "contexts": [text for _, text in case.item.chunks],
+            "answer": case.item.answer,
+        }
+        for case in cases
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return [case.item.id for case in cases]

@@ -30,7 +30,7 @@ import pytest
 from auditor.config import IngestConfig
 from auditor.ingest import ingest_corpus
 from auditor.store import read_jsonl, read_records
-from auditor.verdict_cases import smoke_cases
+from auditor.verdict_cases import smoke_cases, write_answers
 from tests.conftest import KESTREL, ONE_CORE, REPO
 from tests.e2e.conftest import light_judge_toml
 
@@ -344,20 +344,7 @@ def test_a_killed_check_leaves_no_engine_and_resumes_exactly(
 ) -> None:
     cases = [c for c in smoke_cases() if c.item.id != "no-fee"]  # SmolLM2 loops on that one
     answers = tmp_path / "answers.jsonl"
-    answers.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "id": case.item.id,
-                    "question": case.item.question,
-                    "contexts": [text for _, text in case.item.chunks],
-                    "answer": case.item.answer,
-                }
-            )
-            + "\n"
-            for case in cases
-        )
-    )
+    write_answers(cases, answers)
     judge = tmp_path / "judge.toml"
     judge.write_text(SMALL_JUDGE)
     command = [

@@ -26,7 +26,7 @@ from auditor.generate import reaper
 from auditor.ingest import ingest_corpus
 from auditor.store import read_jsonl
 from auditor.testing import ray_cluster_processes, ray_nodes_here
-from auditor.verdict_cases import negation_cases, smoke_cases
+from auditor.verdict_cases import negation_cases, smoke_cases, write_answers
 from tests.conftest import KESTREL, ONE_CORE, REPO
 from tests.e2e.conftest import EnginePool, light_judge_toml
 
@@ -136,21 +136,7 @@ def _answers(path: Path) -> list[str]:
     """Short answers with their one passage each (auditor.verdict_cases): the judge's work
     stays small; what is tested is where it runs and how a kill ends. Returns their ids."""
     cases = [c for c in smoke_cases() + negation_cases() if c.item.id in LIGHT_JUDGED][:ANSWERS]
-    path.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "id": case.item.id,
-                    "question": case.item.question,
-                    "contexts": [text for _, text in case.item.chunks],
-                    "answer": case.item.answer,
-                }
-            )
-            + "\n"
-            for case in cases
-        )
-    )
-    return [case.item.id for case in cases]
+    return write_answers(cases, path)
 
 
 def _check(answers: Path, out: Path, *extra: str) -> list[str]:
