@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -226,6 +227,8 @@ class _OtherProgram:
         return self.path.read_bytes() == b"y" * 4096
 
 
+# four commands, each starting its engine in a fresh process (~100 s each on a busy core)
+@pytest.mark.timeout(1800)
 def test_an_audit_interrupted_then_killed_resumes_exactly_on_one_engine(
     kestrel_index: Path, tmp_path: Path, smollm2_dir: Path
 ) -> None:
@@ -388,15 +391,20 @@ def test_a_killed_audit_leaves_no_engine_and_resumes_exactly(
 
 
 def _engine_processes(command: list[str], env: dict[str, str]) -> tuple[str, dict[int, str]]:
-    """Run `command` to its end; its stderr and the engine processes seen while it ran."""
-    auditor = subprocess.Popen(
-        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    engines: dict[int, str] = {}
-    while auditor.poll() is None:
-        engines |= {p: s for p, s in _descendants(auditor.pid).items() if _is_engine(p)}
-        time.sleep(0.5)
-    err = auditor.stderr.read() if auditor.stderr else ""
-    assert auditor.returncode == 0, err[-2000:]
+    """Run `command` to its end; its stderr and the engine processes seen while it ran.
+    Its output goes to files, not pipes: a pipe read only at the end fills up (64 KiB) with a
+    slow run's progress lines and the command blocks on its next write."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as errors:
+        auditor = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=errors)
+        engines: dict[int, str] = {}
+        deadline = time.monotonic() + 1200
+        while auditor.poll() is None and time.monotonic() < deadline:
+            engines |= {p: s for p, s in _descendants(auditor.pid).items() if _is_engine(p)}
+            time.sleep(0.5)
+        if auditor.poll() is None:
+            auditor.kill()
+        errors.seek(0)
+        err = errors.read().decode(errors="replace")
+    assert auditor.wait() == 0, err[-2000:]
     assert not [pid for pid, since in engines.items() if _alive(pid, since)]
     return err, engines

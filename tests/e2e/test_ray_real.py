@@ -150,13 +150,19 @@ def _ids(out: Path) -> list[str]:
     return [row["id"] for row in read_jsonl(out / "checks.jsonl", repair=True)]
 
 
-def _wait_for_commits(out: Path, process: subprocess.Popen[Any], count: int) -> None:
-    deadline = time.monotonic() + 420
+def _wait_for_commits(
+    out: Path, process: subprocess.Popen[Any], count: int, stderr: Path | None = None
+) -> None:
+    """Until `count` answers are committed; fails with the command's last words (`stderr`)
+    if it ends or 15 min pass first (a driver, an actor and its engine start on a busy core)."""
+    deadline = time.monotonic() + 900
     while time.monotonic() < deadline and process.poll() is None:
         if (out / "checks.jsonl").exists() and len(_ids(out)) >= count:
             return
         time.sleep(0.5)
-    raise AssertionError(f"no {count} committed answers before the command ended or timed out")
+    ended = "ended" if process.poll() is not None else "timed out"
+    said = stderr.read_text(errors="replace")[-2000:] if stderr is not None else ""
+    raise AssertionError(f"no {count} committed answers before the command {ended}: {said}")
 
 
 def _same_verdicts(single: Path, spread: Path) -> None:
@@ -198,6 +204,8 @@ def _actor_processes(address: str) -> list[int]:
     return found
 
 
+# three engine starts (the single check's, the killed driver's actor's, the rerun's two actors')
+@pytest.mark.timeout(2400)
 @pytest.mark.parametrize(
     "kill_an_actor",
     # the actor's restart is one more engine start: the retry is a variant (make test-extended)
@@ -238,11 +246,13 @@ def test_a_killed_driver_then_a_killed_actor_end_with_the_single_process_verdict
     command = _check(answers, out, "--judge", str(judge), "--ray", address, "--ray-actors", "1")
     other = Path("/dev/shm") / f"auditor-e2e-other-{uuid.uuid4().hex}"
     with _Cluster(address) as seen:
-        driver = subprocess.Popen(
-            command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        driver_err = tmp_path / "driver.err"
+        with driver_err.open("wb") as err:
+            driver = subprocess.Popen(
+                command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=err
+            )
         try:
-            _wait_for_commits(out, driver, 1)
+            _wait_for_commits(out, driver, 1, driver_err)
             # another program makes a file of its own there while the engine runs, closes it
             script = f"open({str(other)!r}, 'wb').write(b'y' * 4096)"
             subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
@@ -271,7 +281,7 @@ def test_a_killed_driver_then_a_killed_actor_end_with_the_single_process_verdict
                 actors = _actor_processes(address)
                 assert actors, "no actor runs the check"
                 os.kill(actors[0], signal.SIGKILL)  # mid-batch: the next batch was handed to it
-            _, stderr = rerun.communicate(timeout=900)
+            _, stderr = rerun.communicate(timeout=1200)
         finally:
             rerun.kill()
         assert rerun.returncode == 0, stderr[-2000:]
