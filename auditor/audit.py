@@ -68,6 +68,7 @@ def finish_audit(
     labels: list[ReviewLabel] | None = None,
     labels_path: Path | None = None,
     review: int | None = None,
+    labels_outside: str = "refuse",
 ) -> AuditOutcome:
     """Summaries, gates, history and the HTML report for run dirs that were run and checked;
     with `review`, each run's review sample of that many answers is drawn first (`auditor
@@ -81,7 +82,9 @@ def finish_audit(
     drawn = [(run, *draw_review(run, review, None)) for run in runs] if review else []
     if history_path is not None:
         check_history(history_path)
-    by_pipeline = assign_labels(labels, runs, labels_path or Path("labels")) if labels else {}
+    by_pipeline = (
+        assign_labels(labels, runs, labels_path or Path("labels"), labels_outside) if labels else {}
+    )
     for run in runs:
         summarize_run(run, calibration, by_pipeline.get(run.name))
     results = evaluate_gates(gates, {run.name: run.summary for run in runs})
@@ -222,6 +225,7 @@ def run_audit(
     ray: str | None = None,
     ray_actors: int | None = None,
     examples: ExampleBook | None = None,
+    labels_outside: str = "refuse",
 ) -> AuditOutcome:
     """Run every pipeline into OUT/<name>/, check each, write OUT/report.html (see module doc).
 
@@ -297,4 +301,5 @@ def run_audit(
         labels=labels,
         labels_path=labels_path,
         review=review,
+        labels_outside=labels_outside,
     )

@@ -33,7 +33,7 @@ from typing import Any
 from auditor.calibration import JudgeAccuracy, wilson_interval
 from auditor.config import EXAMPLE_SETTINGS, JudgeConfig, parse_set_option, without_engine_only
 from auditor.errors import BadInput
-from auditor.jsonl import iter_objects, unique_id
+from auditor.jsonl import iter_objects, labelled_id
 from auditor.verify.base import Claim
 from auditor.verify.claims import flagged_at, ranking_score
 from auditor.verify.thresholds import auroc, balanced_accuracy, best_threshold, roc_points
@@ -79,37 +79,42 @@ class HumanLabel:
     question: str = ""  # source_id, else the question text: answers to one share a fold
 
 
-def _span(where: str, value: Any) -> tuple[int, int]:
+def _span(where: str, value: Any, answer: str) -> tuple[int, int]:
     if isinstance(value, dict):
         value = [value.get("start"), value.get("end")]
     if (
         isinstance(value, list)
         and len(value) == 2
         and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-        and 0 <= value[0] < value[1]
+        and 0 <= value[0] < value[1] <= len(answer)
     ):
         return value[0], value[1]
     raise BadInput(
-        f'{where}: each of "spans" must be {{"start": S, "end": E}} or [S, E] with 0 <= S < E'
+        f'{where}: each of "spans" must be {{"start": S, "end": E}} or [S, E] with '
+        f"0 <= S < E <= the answer's length ({len(answer)}): character offsets in its answer"
     )
 
 
 def read_labels(path: Path) -> dict[str, HumanLabel]:
-    """{answer id: label} from a labels file; one-line BadInput naming file and line."""
+    """{answer id: label} from a labels file (a review page's download as it is: ids are
+    PIPELINE/ID there); one-line BadInput naming file and line."""
     labels: dict[str, HumanLabel] = {}
     seen: dict[str, int] = {}
     for where, data in iter_objects(path, "id, question, contexts, answer, hallucinated"):
-        ident = unique_id(where, data.get("id"), seen)
+        ident = labelled_id(where, data, seen)
         hallucinated = data.get("hallucinated")
         if not isinstance(hallucinated, bool):
             raise BadInput(f'{where}: "hallucinated" must be true or false')
+        answer = data.get("answer")
+        if not isinstance(answer, str):
+            raise BadInput(f'{where}: "answer" must be a string (the labelled answer)')
         spans = data.get("spans") or []
         if not isinstance(spans, list):
             raise BadInput(f'{where}: "spans" must be a list')
         question = data.get("source_id")
         labels[ident] = HumanLabel(
             hallucinated,
-            tuple(_span(where, s) for s in spans),
+            tuple(_span(where, s, answer) for s in spans),
             str(question if question not in (None, "") else data.get("question") or ""),
         )
     return labels

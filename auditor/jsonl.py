@@ -9,7 +9,7 @@ from typing import Any
 
 from auditor.errors import BadInput
 
-__all__ = ["iter_objects", "unique_id"]
+__all__ = ["iter_objects", "labelled_id", "unique_id"]
 
 
 def iter_objects(path: Path, fields: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -63,3 +63,15 @@ def unique_id(where: str, value: Any, seen: dict[str, int]) -> str:
         )
     seen[value] = number
     return value
+
+
+def labelled_id(where: str, data: dict[str, Any], seen: dict[str, int]) -> str:
+    """A labelled answer's id, unique in its file: `PIPELINE/ID` where the line names its
+    pipeline (the review page's labels hold every pipeline's answer to a question, each under
+    the question's id), else `ID`."""
+    ident, pipeline = data.get("id"), data.get("pipeline")
+    valid = isinstance(ident, int) and not isinstance(ident, bool)
+    valid = valid or (isinstance(ident, str) and bool(ident.strip()))
+    if valid and isinstance(pipeline, str) and pipeline.strip():
+        ident = f"{pipeline}/{ident}"
+    return unique_id(where, ident, seen)

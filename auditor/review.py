@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,18 +25,21 @@ import numpy as np
 from auditor.errors import BadInput
 from auditor.files import utc_now, write_json_atomic
 from auditor.jsonl import iter_objects, unique_id
-from auditor.store import read_json_artifact
+from auditor.store import read_json_artifact, read_run_manifest
 
 __all__ = [
+    "OUTSIDE_SAMPLE",
     "REVIEW",
     "ClaimMark",
     "ReviewLabel",
     "ReviewSample",
+    "check_audit_labels",
     "choose_sample",
     "draw_review",
     "label_pipeline",
     "read_review",
     "read_review_labels",
+    "refuse_other_run",
     "run_fingerprint",
     "write_review",
 ]
@@ -64,6 +67,11 @@ class ReviewLabel:
     note: str = ""
     fingerprint: str | None = None
     where: str = ""  # file:line, for messages
+    reviewer: str | None = None  # who labelled it (the review page asks once)
+    labelled_at: str | None = None  # when (ISO 8601, UTC)
+    # False: outside the run's drawn sample, kept with `--labels-outside-sample keep`: counted
+    # in the judge's agreement, never in a rate
+    in_sample: bool = True
 
 
 @dataclass
@@ -173,9 +181,13 @@ def read_review_labels(path: Path) -> list[ReviewLabel]:
         fingerprint = data.get("fingerprint")
         if fingerprint is not None and not isinstance(fingerprint, str):
             raise BadInput(f'{where}: "fingerprint" must be a string when present')
+        reviewer, labelled_at = data.get("reviewer"), data.get("labelled_at")
+        for name, value in (("reviewer", reviewer), ("labelled_at", labelled_at)):
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise BadInput(f'{where}: "{name}" must be a non-empty string when present')
         label = ReviewLabel(
             ident, hallucinated, pipeline, _claim_marks(where, data.get("claims")), note,
-            fingerprint, where,
+            fingerprint, where, reviewer, labelled_at,
         )  # fmt: skip
         key = (pipeline, ident)
         if key in labels:
@@ -213,31 +225,98 @@ def label_pipeline(label: ReviewLabel, names: list[str]) -> str:
     return name
 
 
+OUTSIDE_SAMPLE = ("refuse", "keep")
+
+
+def refuse_other_run(label: ReviewLabel, run_dir: Path, fingerprint: str | None) -> None:
+    """BadInput when the label was made on the review page of another run than `run_dir`
+    (`fingerprint` None: the run is not made yet, so no page of it can have been)."""
+    if label.fingerprint is None or label.fingerprint == fingerprint:
+        return
+    here = f"{run_dir} is {fingerprint}" if fingerprint else f"{run_dir} is not run yet"
+    raise BadInput(
+        f"{label.where}: labelled on the review page of another run (fingerprint "
+        f"{label.fingerprint}, {here}); report that run with --labels, or give these labels "
+        "to the judge as --examples"
+    )
+
+
+def _refuse_claim_marks(label: ReviewLabel, claims: int, run_dir: Path) -> None:
+    for mark in label.claims:
+        if mark.index >= claims:
+            raise BadInput(
+                f"{label.where}: claim {mark.index} of answer {label.id!r} is marked, but its "
+                f"check in {run_dir} has {claims} claim{'' if claims == 1 else 's'} (0 to "
+                f"{claims - 1}); labels of another check? mark the claims on this run's report"
+            )
+
+
 def assign_labels(
-    labels: list[ReviewLabel], runs: list[Any], source: Path
+    labels: list[ReviewLabel], runs: list[Any], source: Path, outside: str = "refuse"
 ) -> dict[str, list[ReviewLabel]]:
     """{pipeline name: its labels}, every label matched to a run of the report; BadInput in one
     line for a label without `pipeline` when the report has several runs, a pipeline not in
-    the report, an id not among the run's checked answers, or a label from another run's
-    review page (its fingerprint)."""
+    the report, an id not among the run's checked answers, a claim mark past the answer's
+    claims, a label from another run's review page (its fingerprint), or labels of answers
+    outside the run's drawn sample (review.json): a rate's interval holds only for the drawn
+    sample. With `outside` "keep" those are kept, marked `in_sample=False` (the judge's
+    agreement counts them, no rate does)."""
     by_name = {run.name: run for run in runs}
     assigned: dict[str, list[ReviewLabel]] = {name: [] for name in by_name}
+    outside_of: dict[str, list[ReviewLabel]] = {}
     for label in labels:
         name = label_pipeline(label, list(by_name))
         run = by_name[name]
-        if label.id not in {str(row["id"]) for row in run.checks}:
+        claims = {str(row["id"]): len(row.get("claims") or []) for row in run.checks}
+        if label.id not in claims:
             raise BadInput(
                 f"{label.where}: answer {label.id!r} is not among the checked answers of "
                 f"{run.run_dir}; labels from another run?"
             )
-        if label.fingerprint is not None and label.fingerprint != run_fingerprint(run.manifest):
-            raise BadInput(
-                f"{label.where}: labelled on the review page of another run (fingerprint "
-                f"{label.fingerprint}, {run.run_dir} is {run_fingerprint(run.manifest)}); "
-                "label this run's answers on its own report"
-            )
+        refuse_other_run(label, run.run_dir, run_fingerprint(run.manifest))
+        _refuse_claim_marks(label, claims[label.id], run.run_dir)
+        review = read_review(run.run_dir)
+        if review is not None and label.id not in {
+            str(entry.get("id")) for entry in review.get("sample") or [] if isinstance(entry, dict)
+        }:
+            outside_of.setdefault(name, []).append(label)
+            label = replace(label, in_sample=False)
         assigned[name].append(label)
+    if outside_of and outside != "keep":
+        name, found = next(iter(outside_of.items()))
+        shown = ", ".join(repr(label.id) for label in found[:5])
+        more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+        raise BadInput(
+            f"{found[0].where}: {len(found)} label{'s' if len(found) > 1 else ''} of {name} "
+            f"for answers outside its drawn review sample ({shown}{more}; "
+            f"{by_name[name].run_dir / REVIEW}): only the drawn sample makes a rate with an "
+            "interval; drop them, or add --labels-outside-sample keep to count them in the "
+            "judge's agreement only"
+        )
     return {name: found for name, found in assigned.items() if found}
+
+
+def check_audit_labels(
+    labels: list[ReviewLabel], run_dirs: dict[str, Path], question_ids: list[str]
+) -> None:
+    """`audit --labels`, before any engine starts: each label names an audited pipeline (or
+    the audit has one), an answer to one of the questions asked, and was not made on the
+    review page of another run (a run dir the audit resumes has a fingerprint; a new one has
+    none yet, so no page of it exists). BadInput in one line on the first that does not."""
+    asked = set(question_ids)
+    fingerprints: dict[str, str | None] = {}
+    for label in labels:
+        name = label_pipeline(label, list(run_dirs))
+        run_dir = run_dirs[name]
+        if label.id not in asked:
+            raise BadInput(
+                f"{label.where}: answer {label.id!r} is not among the questions this audit "
+                "asks; labels of another question set (or past --limit)?"
+            )
+        if name not in fingerprints:
+            manifest = read_run_manifest(run_dir)
+            fingerprints[name] = None if manifest is None else run_fingerprint(manifest)
+        refuse_other_run(label, run_dir, fingerprints[name])
 
 
 def draw_review(
@@ -255,6 +334,14 @@ def draw_review(
         raise BadInput(
             f"{run.run_dir / REVIEW}: drawn with seed {earlier.get('seed')}; another seed would "
             "replace the sample people may have reviewed: remove the file first"
+        )
+    drawn = int((earlier or {}).get("size") or 0)
+    if size < drawn:
+        # answers people may have reviewed would drop out, and every inclusion probability
+        # would change under their labels
+        raise BadInput(
+            f"{run.run_dir / REVIEW}: {drawn} answers are drawn; a sample only grows: give "
+            f"--sample {drawn} or more (a larger N extends the same seeded order)"
         )
     chosen = seed if seed is not None else int((earlier or {}).get("seed", 0))
     ids = [str(row["id"]) for row in run.checks if not row.get("error")]

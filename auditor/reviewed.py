@@ -36,6 +36,7 @@ __all__ = [
     "judge_agreement",
     "labels_only_interval",
     "reviewed_rate",
+    "reviewers",
 ]
 
 FINITE_SHARE = 0.5  # from this share of answers reviewed on, PPI's interval is not used
@@ -168,14 +169,19 @@ def review_summary(
     claims_of = {str(row["id"]): [Claim.from_json(c) for c in row["claims"]] for row in checks}
     flag = {ident: flagged_at(claims, threshold) for ident, claims in claims_of.items()}
     everyone = [float(f) for f in flag.values()]
-    gold = [bool(label.hallucinated) for label in labels]
-    judged = [flag[label.id] for label in labels]
-    answer = reviewed_rate(gold, [float(f) for f in judged], everyone)
-    claim = _claim_rate(labels, claims_of, threshold)
+    # only the drawn sample makes a rate; labels kept from outside it count in the agreement
+    drawn = [label for label in labels if getattr(label, "in_sample", True)]
+    gold = [bool(label.hallucinated) for label in drawn]
+    answer = reviewed_rate(gold, [float(flag[label.id]) for label in drawn], everyone)
+    claim = _claim_rate(drawn, claims_of, threshold)
     used = claim or answer
-    agreement = judge_agreement(gold, judged)
+    agreement = judge_agreement(
+        [bool(label.hallucinated) for label in labels], [flag[label.id] for label in labels]
+    )
     return {
-        "labels": len(labels),
+        "labels": len(drawn),
+        "labels_outside_sample": len(labels) - len(drawn),
+        "reviewers": reviewers(labels),
         "answer_rate": answer.to_json(),
         "claim_rate": None if claim is None else claim.to_json(),
         "judge_sensitivity": agreement["sensitivity"],
@@ -193,6 +199,27 @@ def review_summary(
             "note": "no review.json beside the run: the labels count as a uniform random sample",
         },
     }
+
+
+def reviewers(labels: Sequence[Any]) -> list[dict[str, Any]]:
+    """Who labelled, how many answers each and when (first and last `labelled_at`): the
+    record of who signed a rate. Labels without a name are counted as "(unnamed)"."""
+    by_name: dict[str, list[str | None]] = {}
+    for label in labels:
+        name = getattr(label, "reviewer", None) or "(unnamed)"
+        by_name.setdefault(name, []).append(getattr(label, "labelled_at", None))
+    found = []
+    for name, times in sorted(by_name.items()):
+        known = sorted(t for t in times if t)
+        found.append(
+            {
+                "name": name,
+                "labels": len(times),
+                "first": known[0] if known else None,
+                "last": known[-1] if known else None,
+            }
+        )
+    return found
 
 
 def _claim_rate(

@@ -28,7 +28,7 @@ from auditor.cli.terminal import engine_output_to
 from auditor.config import load_judge, load_pipeline, parse_set_option, resolve_pipeline_path
 from auditor.gates import parse_gate
 from auditor.questions import load_questions
-from auditor.review import label_pipeline
+from auditor.review import check_audit_labels
 from auditor.store import ENGINE_LOG
 from auditor.verify.answers import AnswerItem
 
@@ -95,6 +95,7 @@ def audit(
     calibration_name: str | None,
     examples_path: Path | None,
     labels_path: Path | None,
+    labels_outside: str,
     review: int | None,
     ray: str | None,
     ray_actors: int | None,
@@ -114,16 +115,19 @@ def audit(
     if calibration is not None:  # another judge's calibration fails before any engine starts
         judge_config = calibration.judge_config(judge_config, flag="--judge-set")
     labels = load_labels_option(labels_path)
-    for label in labels or []:  # the pipelines labels name are known before any engine starts
-        label_pipeline(label, [config.name for config in configs])
     # every input is validated before a file is written or an engine started
-    plan_audit(configs, questions_path, index_dir, out_dir, limit, _history_path(history_path))
+    run_dirs = plan_audit(
+        configs, questions_path, index_dir, out_dir, limit, _history_path(history_path)
+    )
+    questions = load_questions(questions_path)[:limit]
+    if labels:
+        names = [config.name for config in configs]
+        check_audit_labels(
+            labels, dict(zip(names, run_dirs, strict=True)), [q.id for q in questions]
+        )
     # the answers to come, as examples see them: by question text (run records carry no
     # source_id)
-    asked = [
-        AnswerItem(q.id, q.question, "", q.reference, [])
-        for q in load_questions(questions_path)[:limit]
-    ]
+    asked = [AnswerItem(q.id, q.question, "", q.reference, []) for q in questions]
     judge_config, examples = load_examples_option(examples_path, judge_config, asked)
     check_ray_option(ray)
     clock = StageClock()
@@ -154,6 +158,7 @@ def audit(
             calibration=calibration,
             labels=labels,
             labels_path=labels_path,
+            labels_outside=labels_outside,
             review=review,
             sources=sources,
             ray=ray,

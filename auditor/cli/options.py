@@ -19,7 +19,7 @@ from auditor.config import (
     validate_pipeline,
 )
 from auditor.errors import BackendUnavailable
-from auditor.review import read_review_labels
+from auditor.review import OUTSIDE_SAMPLE, read_review_labels
 from auditor.scale.cluster import LOCAL, refuse_unreachable
 from auditor.verify.answers import SOURCE_CHOICES, AnswerItem
 from auditor.verify.examples import ExampleBook
@@ -196,15 +196,28 @@ def ray_options(command: Literal["run", "check", "audit"]) -> Callable[[F], F]:
     return decorate
 
 
-labels_option = click.option(
-    "--labels",
-    "labels_path",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="People's labels of a random sample of the answers (JSONL: id, hallucinated, "
-    "pipeline?, claims?, note?; the report's review page downloads them): the reviewed "
-    "hallucination rate with its 95 % interval joins each labelled pipeline's figures.",
-)
+def labels_option(func: F) -> F:
+    """`--labels FILE` and `--labels-outside-sample refuse|keep`."""
+    func = click.option(
+        "--labels-outside-sample",
+        "labels_outside",
+        type=click.Choice(OUTSIDE_SAMPLE),
+        default="refuse",
+        show_default=True,
+        help="Labels of answers outside a run's drawn review sample (review.json): refused, "
+        "or kept for the judge's agreement only (never in a rate: its interval holds for the "
+        "drawn sample alone).",
+    )(func)
+    return click.option(
+        "--labels",
+        "labels_path",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="People's labels of the answers drawn for review, as the report's review page "
+        "downloads them (JSONL: id, pipeline, hallucinated, claims?, reviewer?, ...): the "
+        "reviewed hallucination rate with its 95 % interval joins each labelled pipeline's "
+        "figures.",
+    )(func)
 
 
 def load_labels_option(given: Path | None) -> Any:
@@ -236,7 +249,7 @@ def load_examples_option(
     if path is None:
         return config, None
     book = ExampleBook.load(Path(path))
-    matched = sum(bool(book.for_answer(i.id, i.question, i.source_id)) for i in items)
+    matched = sum(bool(book.for_answer(i.id, i.question, i.source_id, i.run)) for i in items)
     if not matched:
         click.echo(
             f"warning: {path}: no example answers any of these questions (matched by source_id, "

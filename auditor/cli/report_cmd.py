@@ -184,6 +184,7 @@ def report(
     history_path: Path | None,
     calibration_name: str | None,
     labels_path: Path | None,
+    labels_outside: str,
     record: bool,
 ) -> None:
     """Render one self-contained HTML report from run dirs (no engine needed).
@@ -205,6 +206,7 @@ def report(
         calibration,
         labels=labels,
         labels_path=labels_path,
+        labels_outside=labels_outside,
     )
     echo_outcome(outcome)
 

@@ -9,7 +9,8 @@ from typing import Any, Literal
 
 from auditor.errors import BadInput
 from auditor.files import utc_now
-from auditor.jsonl import iter_objects, unique_id
+from auditor.jsonl import iter_objects, labelled_id
+from auditor.review import run_fingerprint
 from auditor.store import (
     MANIFEST,
     RECORDS,
@@ -62,6 +63,9 @@ class AnswerItem:
     # `examples_in = "prompt"`); filled while checking
     reviewed: tuple[Reference, ...] = ()
     shown: tuple[Reference, ...] = ()  # those its verdict prompts showed (closest to its claims)
+    # the review fingerprint of the run it is from: an example labelled on that run's review
+    # page under the same id is this very answer (never its own example)
+    run: str | None = None
 
     @property
     def pool(self) -> list[tuple[str, str]]:
@@ -74,8 +78,13 @@ def items_from_run(run_dir: Path) -> list[AnswerItem]:
     path = run_dir / "records.jsonl"
     if not path.is_file():
         raise BadInput(f"{path}: missing; run `auditor run ... --out {run_dir}` first")
-    read_run_manifest(run_dir)  # BadInput when corrupt or of another schema version
-    return items_from_rows(read_jsonl(path), path)
+    manifest = read_run_manifest(run_dir)  # BadInput when corrupt or of another schema version
+    items = items_from_rows(read_jsonl(path), path)
+    if manifest is not None:
+        fingerprint = run_fingerprint(manifest)
+        for item in items:
+            item.run = fingerprint
+    return items
 
 
 def items_from_rows(rows: list[dict[str, Any]], source: Path) -> list[AnswerItem]:
@@ -123,7 +132,7 @@ def read_answers(answers_path: Path) -> AnswersFile:
     rows = []
     seen: dict[str, int] = {}
     for where, data in iter_objects(answers_path, "id, question, contexts, answer"):
-        ident = unique_id(where, data.get("id"), seen)
+        ident = labelled_id(where, data, seen)  # PIPELINE/ID for a review page's labels
         question, contexts = data.get("question"), data.get("contexts")
         answer, reference = data.get("answer"), data.get("reference")
         if not isinstance(question, str) or not isinstance(answer, str):

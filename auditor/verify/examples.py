@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from auditor.errors import BadInput
-from auditor.jsonl import iter_objects, unique_id
+from auditor.jsonl import iter_objects, labelled_id
 from auditor.verify.answers import AnswerItem
 from auditor.verify.base import Claim, Reference
 from auditor.verify.claims import sentence_spans
@@ -71,6 +71,10 @@ class Example:
     spans: tuple[tuple[int, int], ...]
     source_id: str | None
     where: str  # file:line
+    # the answer's id in its run and that run's review fingerprint (a review page's labels:
+    # `id` is PIPELINE/ID there); None run: not known, the id alone says which answer it is
+    answer_id: str = ""
+    run: str | None = None
 
 
 def _spans(where: str, value: Any, answer: str) -> tuple[tuple[int, int], ...]:
@@ -100,7 +104,7 @@ def read_examples(path: Path) -> list[Example]:
     examples = []
     seen: dict[str, int] = {}
     for where, data in iter_objects(path, EXAMPLE_FIELDS):
-        ident = unique_id(where, data.get("id"), seen)
+        ident = labelled_id(where, data, seen)  # PIPELINE/ID for a review page's labels
         hallucinated = data.get("hallucinated")
         if not isinstance(hallucinated, bool):
             raise BadInput(
@@ -112,7 +116,7 @@ def read_examples(path: Path) -> list[Example]:
             if not isinstance(value, str) or not value.strip():
                 raise BadInput(f'{where}: "{name}" must be a non-empty string')
         assert isinstance(question, str) and isinstance(answer, str)
-        source = data.get("source_id")
+        source, run = data.get("source_id"), data.get("fingerprint")
         examples.append(
             Example(
                 id=ident,
@@ -122,6 +126,8 @@ def read_examples(path: Path) -> list[Example]:
                 spans=_spans(where, data.get("spans"), answer),
                 source_id=None if source in (None, "") else str(source),
                 where=where,
+                answer_id=str(data.get("id")),
+                run=run if isinstance(run, str) and run else None,
             )
         )
     if not examples:
@@ -152,8 +158,13 @@ class ExampleBook:
         examples = read_examples(path)
         return cls(path, examples, hashlib.sha256(path.read_bytes()).hexdigest())
 
-    def for_answer(self, answer_id: str, question: str, source_id: str | None) -> list[Example]:
-        """The examples of this answer's question, never the answer itself.
+    def for_answer(
+        self, answer_id: str, question: str, source_id: str | None, run: str | None = None
+    ) -> list[Example]:
+        """The examples of this answer's question, never the answer itself: an example is
+        left out when it has the answer's id in its file, or the answer's id in its run and
+        was labelled on that run's review page (`run`, the fingerprint; unknown on either
+        side: the id alone decides). Other pipelines' answers to the question stay examples.
 
         BadInput when an example shares the answer's id but labels another question: the two
         files then disagree on what the id names, and either could be the mistake."""
@@ -171,7 +182,7 @@ class ExampleBook:
                 for e in self._by_question.get(question_key(question), [])
                 if e.source_id is None or source_id is None
             ]
-        return [e for e in found if e.id != answer_id]
+        return [e for e in found if not _is_answer(e, answer_id, run)]
 
     def provenance(self) -> dict[str, Any]:
         return {
@@ -180,6 +191,14 @@ class ExampleBook:
             "examples": len(self.examples),
             "hallucinated": sum(e.hallucinated for e in self.examples),
         }
+
+
+def _is_answer(example: Example, answer_id: str, run: str | None) -> bool:
+    """Whether the example labels the answer `answer_id` of run `run` itself."""
+    if example.id == answer_id:
+        return True
+    same_run = example.run is None or run is None or example.run == run
+    return example.answer_id == answer_id and same_run
 
 
 def _same_question(example: Example, question: str, source_id: str | None) -> bool:
@@ -398,11 +417,11 @@ class ClaimMemory:
 
     def matched(self, items: Sequence[AnswerItem]) -> int:
         """How many of these answers have an example."""
-        return sum(bool(self.book.for_answer(i.id, i.question, i.source_id)) for i in items)
+        return sum(bool(self.book.for_answer(i.id, i.question, i.source_id, i.run)) for i in items)
 
     def apply(self, row: dict[str, Any], item: AnswerItem) -> None:
         """Record the examples used for the answer and move its claims (row updated)."""
-        examples = self.book.for_answer(item.id, item.question, item.source_id)
+        examples = self.book.for_answer(item.id, item.question, item.source_id, item.run)
         row["examples"] = [e.id for e in examples]
         if not examples or not row.get("claims"):
             return
