@@ -413,11 +413,12 @@ def test_examples_in_the_prompt_reach_every_fact_call_and_the_row_says_which(
     assert {"example": "earlier-2", "sentence": "The thermostat is red.", "marked": "red"} in row[
         "reviewed"
     ]
-    # in the prompt only, the memory moves no claim; the answer is decided at the threshold
-    # chosen for prompts with examples, the memory at its own
+    # in the prompt only, the memory moves no claim; the answer is decided at the judge's own
+    # threshold (no planned measurement chose another for prompts with examples)
     assert all(c.get("memory") is None for c in row["claims"])
     weights = json.loads((out / "check.json").read_text())["judge"]["examples"]["weights"]
-    assert weights["support_threshold"] == JudgeConfig().examples_prompt_threshold
+    assert JudgeConfig().examples_prompt_threshold is None
+    assert weights["support_threshold"] is None
     assert weights["accepted"] == weights["marked"] == 0.0
     assert {"example": "earlier-1", "sentence": "The thermostat is blue.", "marked": None} in row[
         "reviewed"
