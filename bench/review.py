@@ -18,6 +18,16 @@ coverage (share of reviews whose interval holds the truth) and the mean width:
 - Rogan-Gladen: the judged rate of all answers corrected with the judge's sensitivity and
   specificity measured on the review (the `--calibration` arithmetic with in-audit labels).
 Writes bench/results/NAME.json.
+
+    .venv/bin/python bench/review.py RUN_DIR --as-people-work [--sizes 20 40] [--reviews 1000]
+
+The loop as a team runs it, on a copy of RUN_DIR: each review drawn by `auditor review COPY
+--sample N --seed K` (K = 0, 1, ...), the drawn answers' labels written as the report's review
+page writes them (people's labels from --data), and the reviewed rate that `auditor report
+COPY --labels` gives: literally, through the command, for the first `--full-reports` reviews of
+each size, and through the same functions it calls (`assign_labels`, `summarize_run`) for
+the rest, asserting the two agree where both ran. Coverage, mean width and the width ratio
+against the labels alone, per size.
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.py` finds bench.*
 
 from auditor.calibration import JudgeAccuracy, corrected_rate_interval
+from auditor.review import run_fingerprint
 from auditor.reviewed import labels_only_interval, reviewed_rate
 from auditor.store import read_check_manifest, read_jsonl
 from auditor.verify.base import Claim
@@ -120,14 +131,141 @@ def arms(y: np.ndarray, flag: np.ndarray, score: np.ndarray) -> dict[str, Arm]:
     }
 
 
+def page_labels(run: Any, drawn: list[str], truth: dict[str, bool]) -> list[dict[str, Any]]:
+    """The drawn answers' labels as the review page writes them (the fields `report` reads)."""
+    fingerprint = run_fingerprint(run.manifest)
+    return [
+        {
+            "id": ident,
+            "pipeline": run.name,
+            "fingerprint": fingerprint,
+            "hallucinated": truth[ident],
+            "reviewer": "bench/review.py",
+            "labelled_at": "2026-12-06T00:00:00Z",
+        }
+        for ident in drawn
+    ]
+
+
+def as_people_work(
+    run_dir: Path, data: Path, sizes: list[int], reviews: int, full_reports: int
+) -> dict[str, Any]:
+    """Each review drawn by `auditor review`, its labels as the page writes them, its rate as
+    `auditor report --labels` gives it (see the module doc)."""
+    import shutil
+    import tempfile
+
+    from click.testing import CliRunner
+
+    from auditor.cli import cli
+    from auditor.results import load_run, summarize_run
+    from auditor.review import REVIEW, assign_labels, read_review_labels
+
+    truth = {str(r["id"]): bool(r["hallucinated"]) for r in read_jsonl(data)}
+    runner = CliRunner()
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / run_dir.name
+        shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns(REVIEW, "summary.json"))
+        run = load_run(copy)
+        gold = [truth[str(row["id"])] for row in run.checks]
+        rate_true = float(np.mean(gold))
+        labels_path = Path(scratch) / "labels.jsonl"
+        for n in sizes:
+            intervals, alone, methods = [], [], []
+            for seed in range(reviews):
+                (copy / REVIEW).unlink(missing_ok=True)
+                drawn = runner.invoke(
+                    cli, ["review", str(copy), "--sample", str(n), "--seed", str(seed)]
+                )
+                assert drawn.exit_code == 0, drawn.output
+                sample = [e["id"] for e in json.loads((copy / REVIEW).read_text())["sample"]]
+                rows = page_labels(run, sample, truth)
+                labels_path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+                labels = read_review_labels(labels_path)
+                assigned = assign_labels(labels, [run], labels_path)
+                rate = summarize_run(run, None, assigned[run.name])["reviewed"]["answer_rate"]
+                if seed < full_reports:
+                    done = runner.invoke(
+                        cli,
+                        [
+                            *("report", str(copy), "--labels", str(labels_path)),
+                            *("--out", str(Path(scratch) / "report.html")),
+                            *("--history", str(Path(scratch) / "history.sqlite")),
+                        ],
+                    )
+                    assert done.exit_code in (0, 1), done.output
+                    reported = json.loads((copy / "summary.json").read_text())["reviewed"]
+                    assert reported["answer_rate"] == rate, (reported["answer_rate"], rate)
+                intervals.append((rate["low"], rate["high"]))
+                alone.append(tuple(rate["labels_only"]))
+                methods.append(rate["method"])
+            cover = float(np.mean([low <= rate_true <= high for low, high in intervals]))
+            width = float(np.mean([high - low for low, high in intervals]))
+            width_alone = float(np.mean([high - low for low, high in alone]))
+            ratios = [
+                (high - low) / (b - a)
+                for (low, high), (a, b) in zip(intervals, alone, strict=True)
+                if b > a
+            ]
+            row = {
+                "coverage": round(cover, 3),
+                "mean_width": round(width, 4),
+                "labels_alone_coverage": round(
+                    float(np.mean([a <= rate_true <= b for a, b in alone])), 3
+                ),
+                "labels_alone_mean_width": round(width_alone, 4),
+                "width_ratio_mean": round(float(np.mean(ratios)), 3),
+                "width_ratio_max": round(float(np.max(ratios)), 3),
+                "methods": {m: methods.count(m) for m in sorted(set(methods))},
+                "through_the_command": min(full_reports, reviews),
+            }
+            figures[f"N={n}"] = row
+            print(
+                f"N={n:>3}  drawn by `auditor review`, rated as `report --labels`: coverage "
+                f"{cover:.3f}, mean width {width:.3f} (labels alone {width_alone:.3f}; ratio "
+                f"mean {row['width_ratio_mean']:.3f}, max {row['width_ratio_max']:.3f}); "
+                f"methods {row['methods']}"
+            )
+        figures |= {"answers": len(gold), "true_rate": rate_true}
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--data", type=Path, default=DEV)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[20, 40, 60])
+    parser.add_argument("--sizes", type=int, nargs="+", default=None)
     parser.add_argument("--reviews", type=int, default=1000)
-    parser.add_argument("--name", default="review-ragtruth-qa")
+    parser.add_argument("--name", default=None)
+    parser.add_argument(
+        "--as-people-work",
+        action="store_true",
+        help="Each review drawn by `auditor review` and rated as `auditor report --labels`.",
+    )
+    parser.add_argument("--full-reports", type=int, default=20)
     args = parser.parse_args()
+    if args.as_people_work:
+        sizes = args.sizes or [20, 40]
+        found = as_people_work(args.run_dir, args.data, sizes, args.reviews, args.full_reports)
+        write_result(
+            args.name or "review-as-people-work",
+            "review",
+            found,
+            note=f"{args.reviews} reviews per size of the answers checked in "
+            f"{args.run_dir.name}, each drawn by `auditor review --seed K` and rated as "
+            f"`auditor report --labels` (through the command for the first "
+            f"{args.full_reports}); truth = people's rate over all of them",
+            data=[args.data],
+            dtype=(read_check_manifest(args.run_dir) or {})
+            .get("judge", {})
+            .get("identity", {})
+            .get("dtype"),
+            reviews=args.reviews,
+        )
+        return
+    args.sizes = args.sizes or [20, 40, 60]
+    args.name = args.name or "review-ragtruth-qa"
     y, flag, score = load(args.run_dir, args.data)
     truth = float(y.mean())
     judged = float(flag.mean())
