@@ -561,7 +561,7 @@ class JudgeConfig(_Model):
         description="The support threshold of an answer whose verdict prompts showed examples; "
         "None: the judge's own (`support_threshold`). No planned, cross-validated measurement "
         "chose another: the dev figure's 0.3879 was chosen in-sample and did not hold on "
-        "held-out answers (docs/judge-accuracy.md).",
+        "held-out answers (docs/commands.md, examples).",
     )
 
 
