@@ -191,8 +191,13 @@ def test_examples_from_a_review_page_skip_only_the_answer_they_label(tmp_path: P
     assert [e.id for e in of_a] == ["b/q1"]
     of_b = book.for_answer("q1", "How long is the warranty?", None, run="run-b")
     assert [e.id for e in of_b] == ["a/q1"]
-    # a run nobody reviewed: both are examples; an answer whose run is unknown: the id decides
+    # a run nobody reviewed: both are examples; an answer whose run is unknown: its words
+    # decide (the same words are the same answer), and without them the id
     assert len(book.for_answer("q1", "How long is the warranty?", None, run="run-c")) == 2
+    same = book.for_answer("q1", "How long is the warranty?", None, answer="Answer of a.")
+    assert [e.id for e in same] == ["b/q1"]
+    other = book.for_answer("q1", "How long is the warranty?", None, answer="Another answer.")
+    assert len(other) == 2
     assert book.for_answer("q1", "How long is the warranty?", None) == []
     # the labels file as calibrate's answers (ids PIPELINE/ID): each skips only itself
     assert [e.id for e in book.for_answer("a/q1", "How long is the warranty?", "q1")] == ["b/q1"]

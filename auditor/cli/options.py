@@ -249,7 +249,9 @@ def load_examples_option(
     if path is None:
         return config, None
     book = ExampleBook.load(Path(path))
-    matched = sum(bool(book.for_answer(i.id, i.question, i.source_id, i.run)) for i in items)
+    matched = sum(
+        bool(book.for_answer(i.id, i.question, i.source_id, i.run, i.answer)) for i in items
+    )
     if not matched:
         click.echo(
             f"warning: {path}: no example answers any of these questions (matched by source_id, "

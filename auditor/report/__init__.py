@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import itertools
+import re
 from collections.abc import Sequence
 from importlib.resources import files
 from typing import Any
@@ -29,6 +30,8 @@ from auditor.history import KEY_METRICS, AuditRow, Regression, regressions
 from auditor.report import charts
 from auditor.results import RunArtifacts
 from auditor.review import read_review, run_fingerprint
+from auditor.verify.base import Claim
+from auditor.verify.claims import flagged_at
 
 __all__ = ["refuse_shared_names", "render_report"]
 
@@ -167,11 +170,125 @@ def _pipeline_view(
     }
 
 
+def _support_threshold(run: RunArtifacts) -> float:
+    """The support threshold of the run's check, read as `summarize_run` reads it for the
+    reviewed rates (0.5 without a check manifest), so the page's flags are the command's."""
+    judge = (run.check_manifest or {}).get("judge", {}).get("config", {})
+    return float(judge.get("support_threshold", 0.5))
+
+
+def _evidence_at(text: str, evidence: str) -> tuple[int, int] | None:
+    """Where an evidence sentence lies in a chunk's text: as written, else with any run of
+    whitespace standing for any other (the judge's sentence may be re-spaced); None when
+    it is not there."""
+    evidence = evidence.strip()
+    if not evidence:
+        return None
+    at = text.find(evidence)
+    if at != -1:
+        return at, at + len(evidence)
+    found = re.search(r"\s+".join(map(re.escape, evidence.split())), text)
+    return found.span() if found else None
+
+
+def _marked_pieces(text: str, spans: list[tuple[int, int]]) -> list[dict[str, Any]]:
+    """A chunk's text as plain and marked pieces, overlapping marks merged into one."""
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    pieces: list[dict[str, Any]] = []
+    at = 0
+    for start, end in merged:
+        if start > at:
+            pieces.append({"text": text[at:start], "marked": False})
+        pieces.append({"text": text[start:end], "marked": True})
+        at = end
+    if at < len(text) or not pieces:
+        pieces.append({"text": text[at:], "marked": False})
+    return pieces
+
+
+def _answer_span(span: Any, answer: str) -> list[int] | None:
+    """A claim's [start, end] in the answer, when it is one a labels file accepts."""
+    if not isinstance(span, list | tuple) or len(span) != 2:
+        return None
+    start, end = span
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+        return None
+    return [start, end] if 0 <= start < end <= len(answer) else None
+
+
+def _review_item(
+    record: dict[str, Any],
+    view: dict[str, Any],
+    check: dict[str, Any] | None,
+    threshold: float,
+) -> dict[str, Any]:
+    """One drawn answer for review: its claims with the judge's flags first, its sources with
+    the claims' evidence sentences marked (a flagged claim's deciding chunks open), and what
+    its label carries (`data`, read by review.js)."""
+    answer = record.get("answer") or ""
+    raw = (check or {}).get("claims", [])
+    flags = [flagged_at([Claim.from_json(c)], threshold) for c in raw]
+    retrieved = record.get("retrieved", [])
+    texts = {c["chunk_id"]: c.get("text") or "" for c in retrieved}
+    marks: dict[str, list[tuple[int, int]]] = {}
+    opened: set[str] = set()
+    for claim, flag in zip(raw, flags, strict=True):
+        deciding = [
+            c
+            for c in [*claim.get("supporting_chunks", []), *claim.get("contradicting_chunks", [])]
+            if c in texts
+        ]
+        if flag:
+            opened.update(deciding)
+        for chunk_id in deciding:
+            found = _evidence_at(texts[chunk_id], claim.get("evidence") or "")
+            if found:
+                marks.setdefault(chunk_id, []).append(found)
+    order = sorted(range(len(raw)), key=lambda k: not flags[k])  # stable: flagged first
+    source_id = record.get("source_id")
+    return {
+        "id": str(record["id"]),
+        "question": record.get("question", ""),
+        "reference": record.get("reference"),
+        "answer": view,
+        "claims": [{"index": k, "flagged": flags[k], "claim": view["claims"][k]} for k in order],
+        "sources": [
+            {
+                "chunk": chunk,
+                "open": chunk["chunk_id"] in opened,
+                "marked": chunk["chunk_id"] in marks,
+                "pieces": _marked_pieces(chunk.get("text") or "", marks.get(chunk["chunk_id"], [])),
+            }
+            for chunk in view["chunks"]
+        ],
+        "data": {
+            "question": record.get("question") or "",
+            "answer": answer,
+            "contexts": [c.get("text") or "" for c in retrieved],
+            # the question's id: shared by every pipeline's answer to it
+            "source_id": str(record["id"] if source_id in (None, "") else source_id),
+            "flagged": None
+            if check is None
+            else flagged_at([Claim.from_json(c) for c in raw], threshold),
+            "claims": [
+                {"index": k, "span": _answer_span(c.get("span"), answer), "flagged": flags[k]}
+                for k, c in enumerate(raw)
+            ],
+        },
+    }
+
+
 def _review_views(runs: Sequence[RunArtifacts]) -> dict[str, Any]:
     """The review section: per run with a review.json, its sampled answers in the order drawn
-    (question, sources, answer, claims and verdicts, from `_question_views`), the run's
-    fingerprint its labels carry; the runs without one; and a line per unreadable review.json
-    (the report is still written: the review is not needed for the figures)."""
+    (`_review_item`), the run's fingerprint its labels carry and the judge's flags the page's
+    provisional rate needs (as `review_summary` counts them: one per check row); the runs
+    without one; and a line per unreadable review.json (the report is still written: the
+    review is not needed for the figures)."""
     reviews: list[dict[str, Any]] = []
     unreviewed: list[str] = []
     problems: list[str] = []
@@ -185,6 +302,12 @@ def _review_views(runs: Sequence[RunArtifacts]) -> dict[str, Any]:
             unreviewed.append(run.name)
             continue
         fingerprint = run_fingerprint(run.manifest)
+        threshold = _support_threshold(run)
+        checks = {str(row["id"]): row for row in run.checks}
+        flags = {
+            ident: flagged_at([Claim.from_json(c) for c in row.get("claims", [])], threshold)
+            for ident, row in checks.items()
+        }
         views = _question_views(run, index)
         questions = {str(r["id"]): r for r in run.records}
         items, missing = [], []
@@ -194,14 +317,7 @@ def _review_views(runs: Sequence[RunArtifacts]) -> dict[str, Any]:
             if record is None:
                 missing.append(ident)
                 continue
-            items.append(
-                {
-                    "id": ident,
-                    "question": record.get("question", ""),
-                    "reference": record.get("reference"),
-                    "answer": views[record["id"]],
-                }
-            )
+            items.append(_review_item(record, views[record["id"]], checks.get(ident), threshold))
         drawn_for = review.get("fingerprint")
         reviews.append(
             {
@@ -212,6 +328,7 @@ def _review_views(runs: Sequence[RunArtifacts]) -> dict[str, Any]:
                 "population": review.get("population", "?"),
                 "drawn": items,
                 "missing": missing,
+                "judge": {"population": len(flags), "flagged": sum(flags.values())},
                 "problem": (
                     f"review.json was drawn for another run (fingerprint {drawn_for}); draw "
                     f"again with `auditor review {run.run_dir}` after removing it"

@@ -295,7 +295,9 @@ def check_run(
         if config.examples_in == "prompt":
             for _, items in pending:
                 for item in items:
-                    found = examples.for_answer(item.id, item.question, item.source_id, item.run)
+                    found = examples.for_answer(
+                        item.id, item.question, item.source_id, item.run, item.answer
+                    )
                     item.reviewed = tuple(references(found))
     if pending and open_runner is not None:
         with open_runner([item for _, items in pending for item in items]) as (runner, kb_id):

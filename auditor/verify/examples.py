@@ -159,12 +159,18 @@ class ExampleBook:
         return cls(path, examples, hashlib.sha256(path.read_bytes()).hexdigest())
 
     def for_answer(
-        self, answer_id: str, question: str, source_id: str | None, run: str | None = None
+        self,
+        answer_id: str,
+        question: str,
+        source_id: str | None,
+        run: str | None = None,
+        answer: str | None = None,
     ) -> list[Example]:
         """The examples of this answer's question, never the answer itself: an example is
         left out when it has the answer's id in its file, or the answer's id in its run and
-        was labelled on that run's review page (`run`, the fingerprint; unknown on either
-        side: the id alone decides). Other pipelines' answers to the question stay examples.
+        was labelled on that run's review page (`run`, the fingerprint); where either run is
+        unknown, when it has the answer's id and its very words (`answer`; unknown too: the id
+        alone decides). Other pipelines' answers to the question stay examples.
 
         BadInput when an example shares the answer's id but labels another question: the two
         files then disagree on what the id names, and either could be the mistake."""
@@ -182,7 +188,7 @@ class ExampleBook:
                 for e in self._by_question.get(question_key(question), [])
                 if e.source_id is None or source_id is None
             ]
-        return [e for e in found if not _is_answer(e, answer_id, run)]
+        return [e for e in found if not _is_answer(e, answer_id, run, answer)]
 
     def provenance(self) -> dict[str, Any]:
         return {
@@ -193,12 +199,15 @@ class ExampleBook:
         }
 
 
-def _is_answer(example: Example, answer_id: str, run: str | None) -> bool:
-    """Whether the example labels the answer `answer_id` of run `run` itself."""
+def _is_answer(example: Example, answer_id: str, run: str | None, answer: str | None) -> bool:
+    """Whether the example labels this very answer (see `ExampleBook.for_answer`)."""
     if example.id == answer_id:
         return True
-    same_run = example.run is None or run is None or example.run == run
-    return example.answer_id == answer_id and same_run
+    if example.answer_id != answer_id:
+        return False
+    if example.run is not None and run is not None:
+        return example.run == run
+    return answer is None or example.answer == answer
 
 
 def _same_question(example: Example, question: str, source_id: str | None) -> bool:
@@ -417,11 +426,16 @@ class ClaimMemory:
 
     def matched(self, items: Sequence[AnswerItem]) -> int:
         """How many of these answers have an example."""
-        return sum(bool(self.book.for_answer(i.id, i.question, i.source_id, i.run)) for i in items)
+        return sum(
+            bool(self.book.for_answer(i.id, i.question, i.source_id, i.run, i.answer))
+            for i in items
+        )
 
     def apply(self, row: dict[str, Any], item: AnswerItem) -> None:
         """Record the examples used for the answer and move its claims (row updated)."""
-        examples = self.book.for_answer(item.id, item.question, item.source_id, item.run)
+        examples = self.book.for_answer(
+            item.id, item.question, item.source_id, item.run, item.answer
+        )
         row["examples"] = [e.id for e in examples]
         if not examples or not row.get("claims"):
             return

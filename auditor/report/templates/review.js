@@ -1,14 +1,20 @@
 (function () {
   "use strict";
   // People's review of the sampled answers: marks kept in localStorage per run fingerprint,
-  // exported as labels.jsonl (auditor report --labels). Reads only data- attributes and
+  // exported as labels.jsonl (auditor report --labels, check --examples, calibrate --labels).
+  // Reads only data- attributes and JSON.parse of the report's application/json blocks, and
   // writes only textContent: nothing from a model or a document is ever parsed as HTML.
   var runs = Array.prototype.slice.call(document.querySelectorAll("section.review-run"));
   var download = document.getElementById("review-download");
   if (!runs.length || !download) { return; }
   var total = document.getElementById("review-total");
   var storageNote = document.getElementById("review-storage");
+  var reviewerInput = document.getElementById("review-reviewer");
+  var message = document.getElementById("review-message");
   var PREFIX = "auditor-review:";
+  var REVIEWER_KEY = PREFIX + "reviewer";
+  // 2: [id, mark] pairs (1 kept a plain object keyed by answer id: an id "__proto__" broke it)
+  var VERSION = 2;
   var store = null;
   try {
     store = window.localStorage;
@@ -18,51 +24,133 @@
   }
   if (!store) { storageNote.textContent = "(this browser keeps no marks across reloads: download them before closing)"; }
 
+  function parsed(element, fallback) {
+    if (!element) { return fallback; }
+    try {
+      var value = JSON.parse(element.textContent);
+      return value && typeof value === "object" ? value : fallback;
+    } catch (err) {
+      return fallback;
+    }
+  }
+
+  function emptyMark() {
+    return { hallucinated: null, claims: new Map(), note: "", reviewer: "", labelledAt: "" };
+  }
+
+  // a stored mark, every field checked: storage is the browser's, any page could have written it
+  function readMark(saved) {
+    var mark = emptyMark();
+    if (typeof saved.hallucinated === "boolean") { mark.hallucinated = saved.hallucinated; }
+    if (Array.isArray(saved.claims)) {
+      saved.claims.forEach(function (pair) {
+        if (Array.isArray(pair) && Number.isInteger(pair[0]) && pair[0] >= 0 && typeof pair[1] === "boolean") {
+          mark.claims.set(pair[0], pair[1]);
+        }
+      });
+    }
+    ["note", "reviewer"].forEach(function (key) {
+      if (typeof saved[key] === "string") { mark[key] = saved[key]; }
+    });
+    if (typeof saved.labelled_at === "string") { mark.labelledAt = saved.labelled_at; }
+    return mark;
+  }
+
+  var older = false;
   function load(fingerprint) {
-    var marks = {};
+    var marks = new Map();
     if (!store) { return marks; }
     try {
-      var saved = JSON.parse(store.getItem(PREFIX + fingerprint) || "{}");
-      if (saved && typeof saved.answers === "object" && saved.answers) { marks = saved.answers; }
+      var saved = JSON.parse(store.getItem(PREFIX + fingerprint) || "null");
+      if (saved && saved.version === VERSION && Array.isArray(saved.answers)) {
+        saved.answers.forEach(function (entry) {
+          if (Array.isArray(entry) && typeof entry[0] === "string" && entry[1] && typeof entry[1] === "object") {
+            marks.set(entry[0], readMark(entry[1]));
+          }
+        });
+      } else if (saved) {
+        older = true;  // another version's marks: not read (they are overwritten on a mark)
+      }
     } catch (err) {
-      marks = {};
+      marks = new Map();
     }
     return marks;
   }
 
   var items = [];
   var state = runs.map(function (section, runIndex) {
+    var judge = parsed(section.querySelector("script.review-run-data"), {});
     var run = {
       section: section,
       pipeline: section.dataset.pipeline,
       fingerprint: section.dataset.fingerprint,
       progress: section.querySelector(".review-progress"),
+      rate: section.querySelector(".review-rate-value"),
+      population: Number.isInteger(judge.population) ? judge.population : 0,
+      flagged: Number.isInteger(judge.flagged) ? judge.flagged : 0,
       items: [],
       marks: load(section.dataset.fingerprint)
     };
     section.querySelectorAll("article.review-item").forEach(function (article) {
-      var item = { run: runIndex, article: article, id: article.dataset.id };
+      var data = parsed(article.querySelector("script.review-data"), {});
+      var item = { run: runIndex, article: article, id: article.dataset.id, data: data };
       run.items.push(item);
       items.push(item);
     });
     return run;
   });
+  if (older) { storageNote.textContent = "(marks kept by an older version of this page are not read)"; }
+
+  if (reviewerInput && store) {
+    try { reviewerInput.value = store.getItem(REVIEWER_KEY) || ""; } catch (err) { reviewerInput.value = ""; }
+  }
+  function reviewer() { return reviewerInput ? reviewerInput.value.trim() : ""; }
+  if (reviewerInput) {
+    reviewerInput.addEventListener("input", function () {
+      if (store) {
+        try { store.setItem(REVIEWER_KEY, reviewerInput.value); } catch (err) { /* kept in the page */ }
+      }
+      if (reviewer()) { message.textContent = ""; }
+    });
+  }
+  // a mark needs a name: each label says who made it
+  function signed() {
+    if (reviewer()) {
+      message.textContent = "";
+      return true;
+    }
+    message.textContent = "Type your name first: each label says who marked it.";
+    if (reviewerInput) {
+      reviewerInput.scrollIntoView({ block: "center" });
+      reviewerInput.focus();
+    }
+    return false;
+  }
 
   function markOf(item) {
     var marks = state[item.run].marks;
-    var mark = marks[item.id];
-    if (!mark || typeof mark !== "object") {
-      mark = { hallucinated: null, claims: {}, note: "" };
-      marks[item.id] = mark;
+    var mark = marks.get(item.id);
+    if (!mark) {
+      mark = emptyMark();
+      marks.set(item.id, mark);
     }
-    if (!mark.claims || typeof mark.claims !== "object") { mark.claims = {}; }
     return mark;
   }
 
   function save(run) {
     if (!store) { return; }
+    var answers = [];
+    run.marks.forEach(function (mark, id) {
+      answers.push([id, {
+        hallucinated: mark.hallucinated,
+        claims: Array.from(mark.claims.entries()),
+        note: mark.note,
+        reviewer: mark.reviewer,
+        labelled_at: mark.labelledAt
+      }]);
+    });
     try {
-      store.setItem(PREFIX + run.fingerprint, JSON.stringify({ version: 1, answers: run.marks }));
+      store.setItem(PREFIX + run.fingerprint, JSON.stringify({ version: VERSION, answers: answers }));
     } catch (err) {
       storageNote.textContent = "(could not keep the marks in this browser: download them before closing)";
     }
@@ -79,28 +167,161 @@
     article.classList.toggle("marked-yes", mark.hallucinated === true);
     article.classList.toggle("marked-no", mark.hallucinated === false);
     article.querySelectorAll("li.review-claim").forEach(function (li) {
-      var verdict = mark.claims[li.dataset.claim];
+      var verdict = mark.claims.get(Number(li.dataset.claim));
       li.querySelectorAll("button[data-judge]").forEach(function (button) {
         pressed(button, verdict === (button.dataset.judge === "right"));
       });
     });
     var note = article.querySelector("input.review-note");
-    if (note && note !== document.activeElement) { note.value = typeof mark.note === "string" ? mark.note : ""; }
+    if (note && note !== document.activeElement) { note.value = mark.note; }
   }
 
-  function reviewed(run) {
-    return run.items.filter(function (item) {
-      var mark = run.marks[item.id];
-      return mark && typeof mark.hallucinated === "boolean";
-    }).length;
+  function labelled(run, item) {
+    var mark = run.marks.get(item.id);
+    return Boolean(mark) && typeof mark.hallucinated === "boolean";
+  }
+
+  // --- the provisional rate: auditor.reviewed.reviewed_rate, ported line for line ---------
+  var Z95 = 1.959963984540054;
+  var FINITE_SHARE = 0.5;
+  var MIN_FOR_PPI = 10;
+
+  function sum(xs) { return xs.reduce(function (a, b) { return a + b; }, 0); }
+  function mean(xs) { return sum(xs) / xs.length; }
+  function std0(xs) {  // numpy's std (ddof 0)
+    var m = mean(xs);
+    return Math.sqrt(mean(xs.map(function (x) { return (x - m) * (x - m); })));
+  }
+  function var1(xs) {  // numpy's cov of one row (ddof 1)
+    var m = mean(xs);
+    return sum(xs.map(function (x) { return (x - m) * (x - m); })) / (xs.length - 1);
+  }
+  function ptp(xs) {  // numpy's ptp, in a loop (spreading 100,000 values overflows the stack)
+    var low = Infinity;
+    var high = -Infinity;
+    xs.forEach(function (x) { low = Math.min(low, x); high = Math.max(high, x); });
+    return high - low;
+  }
+
+  function wilson(successes, trials) {  // auditor.calibration.wilson_interval, z 1.96
+    var z = 1.96;
+    var share = successes / trials;
+    var denominator = 1 + z * z / trials;
+    var centre = (share + z * z / (2 * trials)) / denominator;
+    var half = z * Math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials)) / denominator;
+    return [Math.max(0, centre - half), Math.min(1, centre + half)];
+  }
+
+  function labelsOnly(positives, n, population) {  // reviewed.labels_only_interval
+    if (n === 0) { return [0, 1]; }
+    if (n >= population) { return [positives / n, positives / n]; }
+    if (n / population < FINITE_SHARE) { return wilson(positives, n); }
+    var effective = n * (population - 1) / (population - n);
+    var p = positives / n;
+    var z2 = Z95 * Z95;
+    var centre = (p + z2 / (2 * effective)) / (1 + z2 / effective);
+    var half = Z95 * Math.sqrt(p * (1 - p) / effective + z2 / (4 * effective * effective)) / (1 + z2 / effective);
+    return [Math.max(0, centre - half), Math.min(1, centre + half)];
+  }
+
+  // ppi_py's power tuning (_calc_lam_glm, one dimension, unweighted, clipped to [0, 1]) at
+  // the PPI point estimate, as ppi_mean_pointestimate and ppi_mean_ci both find it
+  function ppiLambda(y, yhat, unlabelled) {
+    var n = y.length;
+    var big = unlabelled.length;
+    var point = mean(unlabelled) + mean(y.map(function (v, i) { return v - yhat[i]; }));
+    var grads = y.map(function (v) { return v - point; });
+    var gradsHat = yhat.map(function (v) { return v - point; });
+    var gradsHatUnlabelled = unlabelled.map(function (v) { return v - point; });
+    var gm = mean(grads);
+    var hm = mean(gradsHat);
+    var cov = (1 / n) * 2 * sum(grads.map(function (g, i) { return (g - gm) * (gradsHat[i] - hm); }));
+    var variance = var1(gradsHat.concat(gradsHatUnlabelled));
+    var lam = cov / (2 * (1 + n / big) * variance);
+    return Math.min(1, Math.max(0, lam));
+  }
+
+  function ppiMean(y, yhat, unlabelled) {  // [point estimate, low, high] at alpha 0.05
+    var lam = ppiLambda(y, yhat, unlabelled);
+    var rectified = y.map(function (v, i) { return v - lam * yhat[i]; });
+    var imputed = unlabelled.map(function (v) { return lam * v; });
+    var estimate = mean(imputed) + mean(rectified);
+    var imputedStd = std0(imputed) / Math.sqrt(unlabelled.length);
+    var rectifierStd = std0(rectified) / Math.sqrt(y.length);
+    var se = Math.sqrt(imputedStd * imputedStd + rectifierStd * rectifierStd);
+    return [estimate, estimate - Z95 * se, estimate + Z95 * se];
+  }
+
+  function reviewedRate(labels, labelledPredictions, allPredictions) {
+    var n = labels.length;
+    var population = allPredictions.length;
+    var positives = labels.filter(Boolean).length;
+    var alone = labelsOnly(positives, n, population);
+    var share = n ? positives / n : 0;
+    function result(value, low, high, method) {
+      return { value: value, low: low, high: high, labels: n, population: population, method: method };
+    }
+    if (n === 0) { return result(0, 0, 1, "no labels"); }
+    if (n >= population || n / population >= FINITE_SHARE) {
+      return result(share, alone[0], alone[1], "labels (finite population)");
+    }
+    if (n < MIN_FOR_PPI) { return result(share, alone[0], alone[1], "labels (Wilson)"); }
+    var y = labels.map(function (v) { return v ? 1 : 0; });
+    if (ptp(labelledPredictions) === 0 && ptp(allPredictions) === 0) {
+      return result(share, alone[0], alone[1], "labels (Wilson)");  // a constant judge
+    }
+    if (positives === 0 || positives === n) {
+      return result(share, alone[0], alone[1], "labels (Wilson)");  // every label alike
+    }
+    var ppi = ppiMean(y, labelledPredictions, allPredictions);
+    if (ppi[2] - ppi[1] >= alone[1] - alone[0]) {
+      return result(share, alone[0], alone[1], "labels (Wilson)");  // the judge no help
+    }
+    return result(Math.min(1, Math.max(0, ppi[0])), Math.max(0, ppi[1]), Math.min(1, ppi[2]), "ppi++");
+  }
+
+  function percent(x, digits) {
+    var text = (x * 100).toFixed(digits);
+    return digits && /\.0+$/.test(text) ? text.replace(/\.0+$/, "") : text;
+  }
+
+  function showRate(run) {
+    if (!run.rate) { return; }
+    if (!run.population) {
+      run.rate.textContent = "provisional: no judge verdicts in this run to compute it with";
+      return;
+    }
+    var labels = [];
+    var predictions = [];
+    run.items.forEach(function (item) {
+      var mark = run.marks.get(item.id);
+      if (labelled(run, item) && typeof item.data.flagged === "boolean") {
+        labels.push(mark.hallucinated);
+        predictions.push(item.data.flagged ? 1 : 0);
+      }
+    });
+    var everyone = [];
+    for (var k = 0; k < run.population; k += 1) { everyone.push(k < run.flagged ? 1 : 0); }
+    var rate = reviewedRate(labels, predictions, everyone);
+    ["value", "low", "high", "labels", "method"].forEach(function (key) {
+      run.rate.dataset[key] = String(rate[key]);
+    });
+    if (!rate.labels) {
+      run.rate.textContent = "provisional: no labels yet";
+      return;
+    }
+    var bound = function (x) { return percent(x, x < 0.1 && x > 0 ? 1 : 0); };
+    run.rate.textContent = "provisional: " + percent(rate.value, 1) + " % (" + bound(rate.low) + "-" +
+      bound(rate.high) + " %), " + rate.labels + " label" + (rate.labels === 1 ? "" : "s") + ", " + rate.method;
   }
 
   function counts() {
     var all = 0;
     state.forEach(function (run) {
-      var done = reviewed(run);
+      var done = run.items.filter(function (item) { return labelled(run, item); }).length;
       all += done;
       run.progress.textContent = done + " of " + run.items.length + " reviewed";
+      showRate(run);
     });
     total.textContent = all + " label" + (all === 1 ? "" : "s") + " to download";
     download.disabled = all === 0;
@@ -125,9 +346,23 @@
     }
   }
 
+  // the next answer with no yes/no after the current one, wrapping around; -1 when none
+  function nextUnlabelled() {
+    for (var step = 1; step <= items.length; step += 1) {
+      var index = (current + step) % items.length;
+      if (!labelled(state[items[index].run], items[index])) { return index; }
+    }
+    return -1;
+  }
+
+  function utcNow() { return new Date().toISOString().replace(/\.\d+Z$/, "Z"); }
+
   function setAnswer(item, value, toggle) {
+    if (!signed()) { return; }
     var mark = markOf(item);
     mark.hallucinated = toggle && mark.hallucinated === value ? null : value;
+    mark.reviewer = mark.hallucinated === null ? "" : reviewer();
+    mark.labelledAt = mark.hallucinated === null ? "" : utcNow();
     changed(item);
   }
 
@@ -140,10 +375,11 @@
       if (button.dataset.mark) {
         setAnswer(item, button.dataset.mark === "yes", true);
       } else if (button.dataset.judge) {
-        var claim = button.closest("li.review-claim").dataset.claim;
+        if (!signed()) { return; }
+        var claim = Number(button.closest("li.review-claim").dataset.claim);
         var mark = markOf(item);
         var right = button.dataset.judge === "right";
-        if (mark.claims[claim] === right) { delete mark.claims[claim]; } else { mark.claims[claim] = right; }
+        if (mark.claims.get(claim) === right) { mark.claims.delete(claim); } else { mark.claims.set(claim, right); }
         changed(item);
       }
     });
@@ -167,6 +403,9 @@
       select(Math.min(current + 1, items.length - 1), true);
     } else if (key === "k") {
       select(Math.max(current - 1, 0), true);
+    } else if (key === "u" && items.length) {
+      var next = nextUnlabelled();
+      if (next >= 0) { select(next, true); } else { message.textContent = "Every drawn answer is marked."; }
     } else if ((key === "y" || key === "n") && items.length) {
       if (current < 0) { select(0, true); }
       setAnswer(items[current], key === "y", false);
@@ -176,20 +415,42 @@
     event.preventDefault();
   });
 
+  // character spans of the claims the reviewer holds hallucinated: the judge flagged it and
+  // is right, or passed it and is wrong
+  function spansOf(item, mark) {
+    var seen = new Set();
+    var spans = [];
+    (Array.isArray(item.data.claims) ? item.data.claims : []).forEach(function (claim) {
+      var right = mark.claims.get(claim.index);
+      if (!Array.isArray(claim.span) || typeof right !== "boolean" || right !== claim.flagged) { return; }
+      var key = claim.span[0] + ":" + claim.span[1];
+      if (seen.has(key)) { return; }
+      seen.add(key);
+      spans.push({ start: claim.span[0], end: claim.span[1] });
+    });
+    return spans.sort(function (a, b) { return a.start - b.start || a.end - b.end; });
+  }
+
   function labels() {
     var lines = [];
     state.forEach(function (run) {
       run.items.forEach(function (item) {
-        var mark = run.marks[item.id];
-        if (!mark || typeof mark.hallucinated !== "boolean") { return; }
-        var label = { id: item.id, pipeline: run.pipeline, hallucinated: mark.hallucinated, fingerprint: run.fingerprint };
-        var claims = Object.keys(mark.claims || {}).filter(function (k) {
-          return /^[0-9]+$/.test(k) && typeof mark.claims[k] === "boolean";
-        }).map(Number).sort(function (a, b) { return a - b; });
+        if (!labelled(run, item)) { return; }
+        var mark = run.marks.get(item.id);
+        var data = item.data;
+        var label = { id: item.id, pipeline: run.pipeline, fingerprint: run.fingerprint, hallucinated: mark.hallucinated };
+        var claims = Array.from(mark.claims.keys()).sort(function (a, b) { return a - b; });
         if (claims.length) {
-          label.claims = claims.map(function (k) { return { index: k, judge_right: mark.claims[k] }; });
+          label.claims = claims.map(function (k) { return { index: k, judge_right: mark.claims.get(k) }; });
         }
-        if (typeof mark.note === "string" && mark.note.trim()) { label.note = mark.note.trim(); }
+        if (mark.note.trim()) { label.note = mark.note.trim(); }
+        label.reviewer = mark.reviewer;
+        label.labelled_at = mark.labelledAt;
+        label.question = typeof data.question === "string" ? data.question : "";
+        label.answer = typeof data.answer === "string" ? data.answer : "";
+        label.contexts = Array.isArray(data.contexts) ? data.contexts : [];
+        label.source_id = typeof data.source_id === "string" ? data.source_id : item.id;
+        label.spans = mark.hallucinated ? spansOf(item, mark) : [];
         lines.push(JSON.stringify(label) + "\n");
       });
     });
