@@ -22,36 +22,75 @@ buffers `psm_*`, the engine's `sem.loky-*` semaphores). Ray's deprecated raylet 
 would kill an adopted watcher too: leave it off
 (`RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper`, false by default).
 
-    python -P .../auditor/generate/reaper.py OWNER_PID   # what `watch_engines()` starts
+vLLM also makes ~7 ZMQ `ipc://` socket files per engine start directly in /tmp and never
+removes them. `watch_engines()` gives this process's engines a private directory for them
+(`VLLM_RPC_BASE_PATH`, unless the user set it), removed when this process exits, or by the
+watcher once it is gone (a kill).
+
+    python -P .../auditor/generate/reaper.py OWNER_PID [RUNTIME_DIR]   # what `watch_engines()` starts
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["kill_engines", "watch_engines"]
+__all__ = ["RUNTIME_PREFIX", "kill_engines", "watch_engines"]
 
 SHM = Path("/dev/shm")
 POLL_S = 0.5
+RUNTIME_PREFIX = "auditor-vllm-"  # a private directory for one process's engine sockets
 _started_for: int | None = None
 _watcher_pid: int | None = None
 
 
+def _runtime_dir() -> str:
+    """The directory this process's engines make their IPC sockets in: a private one of ours
+    (removed at exit), unless the user set VLLM_RPC_BASE_PATH ("" then: nothing to remove)."""
+    if os.environ.get("VLLM_RPC_BASE_PATH"):
+        return ""
+    path = tempfile.mkdtemp(prefix=RUNTIME_PREFIX)
+    os.environ["VLLM_RPC_BASE_PATH"] = path
+    owner = os.getpid()
+
+    def remove() -> None:
+        if os.getpid() == owner:  # a forked child (a Ray worker's) inherits the handler
+            shutil.rmtree(path, ignore_errors=True)
+
+    atexit.register(remove)
+    return path
+
+
+def _remove_runtime_dir(path: str) -> None:
+    """Remove a private runtime dir of ours (its name says so), sockets and all."""
+    if path and Path(path).name.startswith(RUNTIME_PREFIX):
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def watch_engines() -> None:
-    """Start the watcher for this process, once (before starting an engine)."""
+    """Start the watcher for this process, once (before starting an engine), and give its
+    engines a private directory for their sockets."""
     global _started_for, _watcher_pid
     if _started_for == os.getpid() or not Path("/proc").is_dir():
         return
+    if os.environ.get("VLLM_RPC_BASE_PATH", "").startswith(
+        os.path.join(tempfile.gettempdir(), RUNTIME_PREFIX)
+    ):
+        # inherited from the process that forked or spawned this one: its own, not ours
+        del os.environ["VLLM_RPC_BASE_PATH"]
+    runtime = _runtime_dir()
     starter = subprocess.Popen(
         # the file alone (-P: not its folder on sys.path): the standard library only, ~0.05 s
-        [sys.executable, "-P", __file__, str(os.getpid())],
+        [sys.executable, "-P", __file__, str(os.getpid()), runtime],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -220,10 +259,12 @@ def _free(seen: set[tuple[str, int]]) -> list[str]:
     return freed
 
 
-def reap(owner: int, owner_started: str | None, before: set[str]) -> None:
-    """Watch `owner`; when it is gone, kill its last known descendants and free the /dev/shm
-    files not in `before` that the owner or those descendants were seen holding."""
+def reap(owner: int, owner_started: str | None, before: set[str], runtime: str = "") -> None:
+    """Watch `owner`; when it is gone, kill its last known descendants, free the /dev/shm
+    files not in `before` that the owner or those descendants were seen holding, and remove
+    the owner's private `runtime` dir (its engines' sockets)."""
     if owner_started is None:
+        _remove_runtime_dir(runtime)
         return
     known: dict[int, str] = {}
     seen: set[tuple[str, int]] = set()
@@ -245,6 +286,7 @@ def reap(owner: int, owner_started: str | None, before: set[str]) -> None:
         time.sleep(0.1)
     if seen:
         _free(seen)
+    _remove_runtime_dir(runtime)
 
 
 def _detach() -> None:
@@ -265,4 +307,4 @@ if __name__ == "__main__":
     started_at = _start_time(owner_pid)
     seen_before = set(filter(None, sys.stdin.read().split("\n")))
     _detach()
-    reap(owner_pid, started_at, seen_before)
+    reap(owner_pid, started_at, seen_before, sys.argv[2] if len(sys.argv) > 2 else "")

