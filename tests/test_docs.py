@@ -168,6 +168,27 @@ def test_readme_demo_table_is_built_from_the_kept_run() -> None:
     assert out.returncode == 0, out.stderr
 
 
+def test_the_shipped_calibrations_figures_in_the_docs_are_the_files() -> None:
+    """docs/commands.md's figures of the shipped calibration are rendered from its file by
+    scripts/calibration_facts.py; a changed file with unchanged docs fails here."""
+    import json
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import calibration_facts
+
+    text = calibration_facts.DOCS.read_text(encoding="utf-8")
+    shipped = json.loads(calibration_facts.SHIPPED.read_text(encoding="utf-8"))
+    assert calibration_facts.render(shipped) in text
+    shipped["threshold"] = 0.31  # a recalibration the docs did not follow
+    assert calibration_facts.render(shipped) not in text
+    out = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "calibration_facts.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+
+
 def test_kept_demo_run_is_the_makefiles_demo() -> None:
     """docs/demo/ keeps a run of the demo the Makefile runs: its pipelines in order, its gates,
     DEMO_LIMIT questions each (change one of them and the demo is to be run and kept again)."""
