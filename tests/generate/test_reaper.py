@@ -232,6 +232,7 @@ path = os.environ["VLLM_RPC_BASE_PATH"]
 server = socket.socket(socket.AF_UNIX)
 server.bind(os.path.join(path, "0f2e3756-28ef-4731-9a99-9339c44cdfc6"))
 print(path, flush=True)
+sys.stdin.readline()  # the test has looked at the dir
 if sys.argv[1] == "sleep":
     time.sleep(600)
 """
@@ -244,6 +245,7 @@ def test_engine_sockets_live_in_a_private_dir_removed_at_exit_or_after_a_kill(en
     env = {k: v for k, v in os.environ.items() if k != "VLLM_RPC_BASE_PATH"}
     owner = subprocess.Popen(
         [sys.executable, "-c", SOCKETS, "exit" if end == "exit" else "sleep"],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         env=env | {"PYTHONPATH": str(REPO)},
@@ -254,6 +256,9 @@ def test_engine_sockets_live_in_a_private_dir_removed_at_exit_or_after_a_kill(en
         assert runtime.parent == Path(tempfile.gettempdir())
         assert runtime.name.startswith(reaper.RUNTIME_PREFIX)
         assert any(p.is_socket() for p in runtime.iterdir()), "no socket in the runtime dir"
+        assert owner.stdin is not None
+        owner.stdin.write("\n")
+        owner.stdin.flush()
         if end == "SIGKILL":
             owner.kill()
         owner.wait(timeout=30)
