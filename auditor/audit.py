@@ -19,7 +19,7 @@ from typing import Any
 from auditor.calibrate import Calibration
 from auditor.config import JudgeConfig, PipelineConfig, VLLMGeneratorConfig
 from auditor.errors import BadInput
-from auditor.files import write_json_atomic, write_text_atomic
+from auditor.files import check_output_dir, check_output_file, write_json_atomic, write_text_atomic
 from auditor.gates import Gate, GateResult, evaluate_gates
 from auditor.generate.vllm_offline import VLLMGenerator, engine_settings
 from auditor.history import check_history, list_audits, record_audit
@@ -74,10 +74,12 @@ def finish_audit(
     with `review`, each run's review sample of that many answers is drawn first (`auditor
     review`), so the report's review section shows it.
 
-    Every refusal (a damaged run dir, two runs of one pipeline, a calibration that does not
-    apply, a history that is no audit history) comes before the first file is written.
+    Every refusal (a damaged run dir, a report path that cannot be written, two runs of one
+    pipeline, a calibration that does not apply, a history that is no audit history) comes
+    before the first file is written.
     """
     runs = [load_run(run_dir) for run_dir in run_dirs]
+    check_output_file(report_path, "--out")
     refuse_shared_names(runs)
     drawn = [(run, *draw_review(run, review, None)) for run in runs] if review else []
     if history_path is not None:
@@ -126,8 +128,7 @@ def plan_audit(
             f"two pipelines share the name {sorted(n for n in names if names.count(n) > 1)[0]!r}; names must differ"
         )
     run_dirs = [out_dir / name for name in names]
-    if out_dir.exists() and not out_dir.is_dir():
-        raise BadInput(f"{out_dir}: not a directory; give --out an audit dir")
+    check_output_dir(out_dir, "--out")
     for config, run_dir in zip(pipelines, run_dirs, strict=True):
         plan_run(config, questions_path, index_dir, run_dir, limit)
     if history_path is not None:

@@ -7,12 +7,13 @@ Every model forbids unknown keys, so a typo is an error that names the key. Late
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import hashlib
 import json
 import os
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -596,13 +597,15 @@ def resolve_pipeline_path(name_or_path: str, search_path: Sequence[Path] | None 
     raise BadInput(f"{name_or_path}: no such pipeline file (looked in {where}){hint}")
 
 
-def parse_set_option(item: str) -> tuple[str, Any]:
-    """Parse `a.b=c` from `--set`; the value is read as TOML, falling back to a string."""
+def parse_set_option(
+    item: str, option: str = "--set", example: str = "ingest.chunking.chunk_size=128"
+) -> tuple[str, Any]:
+    """Parse `a.b=c` from `--set` (or `option`, e.g. `--judge-set`: the refusal names the
+    option the user typed, with `example`); the value is read as TOML, falling back to a
+    string."""
     key, sep, raw = item.partition("=")
     if not sep or not key.strip():
-        raise BadInput(
-            f"--set {item!r}: expected KEY=VALUE, e.g. --set ingest.chunking.chunk_size=128"
-        )
+        raise BadInput(f"{option} {item!r}: expected KEY=VALUE, e.g. {option} {example}")
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
@@ -610,8 +613,14 @@ def parse_set_option(item: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
-def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """Deep-merge dotted keys into a nested dict (explicit values, even False or "", win)."""
+def apply_overrides(
+    data: dict[str, Any], overrides: dict[str, Any], given_as: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Deep-merge dotted keys into a nested dict (explicit values, even False or "", win).
+
+    `given_as` says how the user gave each key (`--set a.b`, `--chunk-size`), for refusals;
+    a key it lacks came from `--set`.
+    """
     merged: dict[str, Any] = json.loads(json.dumps(data))
     # A new `kind` starts its table afresh (the old kind's settings may not apply to it), so
     # kinds go first and settings given beside them survive.
@@ -622,7 +631,8 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any]) -> dict[str
         for part in parents:
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
-                raise BadInput(f"--set {dotted}: {part!r} is not a table")
+                label = (given_as or {}).get(dotted, f"--set {dotted}")
+                raise BadInput(f"{label}: {part!r} is not a table")
             node = child
         if leaf == "kind" and node.get("kind", value) != value:
             node.clear()
@@ -668,18 +678,35 @@ def _user_path(
     return path, holder
 
 
+def _given_by(loc: str, given_as: Mapping[str, str], unknown: bool) -> tuple[str, str] | None:
+    """How the user gave the override that made a problem at the dotted `loc` (`--set
+    retrieval.topk`), with the key at fault when it is not the override's own (the override
+    set a whole table, or a key in an `unknown` table); None when the problem is the file's."""
+    for key, label in given_as.items():
+        if loc == key or key == f"{loc}.kind":  # an unknown kind is reported on its table
+            return label, ""
+        if loc.startswith(f"{key}.") or (unknown and key.startswith(f"{loc}.")):
+            return label, loc
+    return None
+
+
 def format_validation_error(
-    source: str, error: ValidationError, root: type[BaseModel] | None = None
+    source: str,
+    error: ValidationError,
+    root: type[BaseModel] | None = None,
+    given_as: Mapping[str, str] | None = None,
 ) -> str:
-    """One line per problem naming the key as the user wrote it, e.g. `p.toml:
-    ingest.chunking.size: unknown key; did you mean chunk_size?` (a typo's "Field required"
-    for the key it misspelt is left out)."""
+    """One line naming each problem's key as the user wrote it, e.g. `p.toml:
+    ingest.chunking.size: unknown key; did you mean chunk_size?`, or `p.toml: 2 problems: a;
+    b` (a typo's "Field required" for the key it misspelt is left out). A key an option set
+    (`given_as`: dotted key -> how it was given, `--set retrieval.top_k`) is blamed on that
+    option, not on the file."""
     problems = []
     for err in error.errors():
         path, holder = _user_path(err["loc"], root)
         problems.append((err, path, holder))
     unknown = {tuple(p[:-1]) for e, p, _ in problems if e["type"] == "extra_forbidden" and p}
-    lines = []
+    texts: list[tuple[bool, str]] = []  # (the file's problem, what is wrong where)
     for err, path, holder in problems:
         parent, leaf = tuple(path[:-1]), path[-1] if path else ""
         loc = ".".join(path)
@@ -705,20 +732,32 @@ def format_validation_error(
             msg = " ".join(str(err["msg"]).removeprefix("Value error, ").split())
         else:
             msg = err["msg"]
-        lines.append(f"{source}: {loc or '(top level)'}: {msg}")
-    return "\n".join(lines)
+        given = _given_by(loc, given_as or {}, err["type"] == "extra_forbidden")
+        if given is None:
+            texts.append((True, f"{loc or '(top level)'}: {msg}"))
+        else:
+            label, inner = given
+            texts.append((False, f"{label}: {inner}: {msg}" if inner else f"{label}: {msg}"))
+    if len(texts) > 1 and all(in_file for in_file, _ in texts):
+        return f"{source}: {len(texts)} problems: " + "; ".join(text for _, text in texts)
+    shown = [f"{source}: {text}" if in_file else text for in_file, text in texts]
+    return shown[0] if len(shown) == 1 else f"{len(shown)} problems: " + "; ".join(shown)
 
 
 def read_toml(path: Path, what: str) -> dict[str, Any]:
-    """A TOML file as a mapping; BadInput naming the file (and line) when it cannot be read."""
+    """A TOML file as a mapping; BadInput naming the file (and line) when it cannot be read.
+    A UTF-8 byte-order mark (Windows editors write one) is read past."""
     try:
-        raw = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise BadInput(f"{path}: cannot read {what} ({exc.strerror})") from exc
+    try:
+        raw = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = raw_line_of(path, exc.start)
+        start = exc.start + (len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0)
+        line = data[:start].count(b"\n") + 1
         raise BadInput(
-            f"{path}:{line}: not UTF-8 (byte {exc.object[exc.start]:#04x}); save the {what} as UTF-8"
+            f"{path}:{line}: not UTF-8 (byte {data[start]:#04x}); save the {what} as UTF-8"
         ) from exc
     try:
         return tomllib.loads(raw)
@@ -726,39 +765,48 @@ def read_toml(path: Path, what: str) -> dict[str, Any]:
         raise BadInput(f"{path}: invalid TOML: {exc}") from exc
 
 
-def raw_line_of(path: Path, offset: int) -> int:
-    """The 1-based line of a byte offset in a file."""
-    return path.read_bytes()[:offset].count(b"\n") + 1
-
-
-def load_judge(path: Path | None, overrides: dict[str, Any] | None = None) -> JudgeConfig:
-    """The judge config from a TOML file, or the built-in CPU default."""
+def load_judge(
+    path: Path | None, overrides: dict[str, Any] | None = None, option: str = "--set"
+) -> JudgeConfig:
+    """The judge config from a TOML file, or the built-in CPU default; `option` is how the
+    overrides were given (`--set`, or `--judge-set` in audit), for refusals."""
     data: dict[str, Any] = read_toml(path, "judge file") if path is not None else {}
     if "generator" not in data:  # overrides of generator.* adjust the default judge model
         data["generator"] = _default_judge_generator().model_dump(mode="json", exclude_unset=True)
+    given_as = {key: f"{option} {key}" for key in overrides or {}}
     try:
-        return JudgeConfig.model_validate(apply_overrides(data, overrides or {}))
+        return JudgeConfig.model_validate(apply_overrides(data, overrides or {}, given_as))
     except ValidationError as exc:
         raise BadInput(
-            format_validation_error(str(path or "(default judge)"), exc, JudgeConfig)
+            format_validation_error(str(path or "(default judge)"), exc, JudgeConfig, given_as)
         ) from exc
 
 
-def load_pipeline(path: Path, overrides: dict[str, Any] | None = None) -> PipelineConfig:
-    """Read and validate a pipeline file; raise BadInput naming the file and key on error."""
+def load_pipeline(
+    path: Path,
+    overrides: dict[str, Any] | None = None,
+    given_as: Mapping[str, str] | None = None,
+) -> PipelineConfig:
+    """Read and validate a pipeline file; raise BadInput naming the file and key on error
+    (or the option that gave the key: see `validate_pipeline`)."""
     data = read_toml(path, "pipeline file")
     data.setdefault("name", path.stem)
-    return validate_pipeline(data, str(path), overrides)
+    return validate_pipeline(data, str(path), overrides, given_as)
 
 
 def validate_pipeline(
-    data: dict[str, Any], source: str, overrides: dict[str, Any] | None = None
+    data: dict[str, Any],
+    source: str,
+    overrides: dict[str, Any] | None = None,
+    given_as: Mapping[str, str] | None = None,
 ) -> PipelineConfig:
-    """Validate a pipeline mapping (after overrides) or raise BadInput."""
+    """Validate a pipeline mapping (after overrides) or raise BadInput. `given_as` says how
+    an override was given (`--chunk-size`); one it does not name came from `--set`."""
+    labels = {key: f"--set {key}" for key in overrides or {}} | dict(given_as or {})
     try:
-        return PipelineConfig.model_validate(apply_overrides(data, overrides or {}))
+        return PipelineConfig.model_validate(apply_overrides(data, overrides or {}, labels))
     except ValidationError as exc:
-        raise BadInput(format_validation_error(source, exc, PipelineConfig)) from exc
+        raise BadInput(format_validation_error(source, exc, PipelineConfig, labels)) from exc
 
 
 # generator settings that change how fast an engine runs, never what it writes: a judge's

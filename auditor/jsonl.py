@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,17 +17,21 @@ def iter_objects(path: Path, fields: str) -> Iterator[tuple[str, dict[str, Any]]
     """(`file:line`, object) for each non-blank line; BadInput on the first bad line.
 
     `fields` names what an object should hold, for the message (e.g. "id and question").
+    A UTF-8 byte-order mark (Excel and Windows editors write one) is read past.
     """
     try:
-        # split on "\n" only: str.splitlines() also breaks at U+2028/U+2029/U+0085, which
-        # JSON allows raw inside strings
-        lines = path.read_text(encoding="utf-8").split("\n")
+        data = path.read_bytes()
     except FileNotFoundError as exc:
         raise BadInput(f"{path}: no such file") from exc
     except OSError as exc:
         raise BadInput(f"{path}: cannot read it ({exc.strerror})") from exc
+    try:
+        # split on "\n" only: str.splitlines() also breaks at U+2028/U+2029/U+0085, which
+        # JSON allows raw inside strings
+        lines = data.decode("utf-8-sig").split("\n")
     except UnicodeDecodeError as exc:
-        bad_line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        start = exc.start + (len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0)
+        bad_line = data[:start].count(b"\n") + 1
         raise BadInput(
             f"{path}:{bad_line}: not UTF-8; convert it, e.g. iconv -f latin1 -t utf-8"
         ) from exc

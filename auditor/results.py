@@ -69,7 +69,7 @@ def pipeline_settings(
         pipeline = PipelineConfig.model_validate(config)
     except ValidationError as exc:
         where = str((run_dir or Path(".")) / MANIFEST)
-        problem = format_validation_error(where, exc, PipelineConfig).splitlines()[0]
+        problem = format_validation_error(where, exc, PipelineConfig)
         wrote = manifest.get("packages", {}).get("auditor", "an unknown version")
         raise BadInput(
             f"{problem} (this run was written by auditor {wrote}; this is auditor "

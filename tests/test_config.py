@@ -12,6 +12,7 @@ from auditor.config import (
     PipelineConfig,
     apply_overrides,
     config_sha256,
+    load_judge,
     load_pipeline,
     parse_set_option,
     resolve_pipeline_path,
@@ -171,3 +172,99 @@ def test_bare_pipeline_names_resolve_from_anywhere(
     assert resolve_pipeline_path("smollm2-135m-cpu") == mine / "smollm2-135m-cpu.toml"
     with pytest.raises(BadInput, match=r"nope: no such pipeline file \(looked in .*mine"):
         resolve_pipeline_path("nope")
+
+
+def _refusal(args: list[str]) -> str:
+    """The stderr of a command that must be refused with exit code 2."""
+    from click.testing import CliRunner
+
+    from auditor.cli import cli
+
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    return result.stderr
+
+
+def test_a_toml_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """A pipeline or judge file saved with a UTF-8 BOM loads (tomllib alone says "Invalid
+    statement (at line 1, column 1)"); a bad byte after the mark is named on its own line."""
+    pipeline = tmp_path / "bom.toml"
+    pipeline.write_bytes("\ufeff".encode() + b'name = "bom"\n[retrieval]\ntop_k = 3\n')
+    assert load_pipeline(pipeline).retrieval.top_k == 3
+    judge = tmp_path / "judge.toml"
+    judge.write_bytes("\ufeff".encode() + b"support_threshold = 0.5\n")
+    assert load_judge(judge).support_threshold == 0.5
+    pipeline.write_bytes("\ufeff".encode() + b'name = "bom"\n# \xff\n')
+    assert _refusal(["config", "show", str(pipeline)]) == (
+        f"Error: {pipeline}:2: not UTF-8 (byte 0xff); save the pipeline file as UTF-8\n"
+    )
+
+
+def test_a_judge_set_without_a_value_names_judge_set(tmp_path: Path) -> None:
+    """`audit --judge-set claims` blames --judge-set (not --set), with a judge key example;
+    an unknown judge key given there is blamed on it too."""
+    audit = [
+        "audit", "--pipeline", "smollm2-135m-cpu", "--questions", str(tmp_path / "q.jsonl"),
+        "--index", str(tmp_path / "index"), "--out", str(tmp_path / "audit"),
+    ]  # fmt: skip
+    assert _refusal([*audit, "--judge-set", "claims"]) == (
+        "Error: --judge-set 'claims': expected KEY=VALUE, e.g. --judge-set claims=sentences\n"
+    )
+    assert _refusal([*audit, "--judge-set", "claimz=listed"]) == (
+        "Error: --judge-set claimz: unknown key; did you mean claims?\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--set", "retrieval.topk=3"],
+            "--set retrieval.topk: unknown key; did you mean top_k?",
+        ),
+        (
+            ["--set", "generator.kind=tgi"],
+            "--set generator.kind: unknown kind; valid kinds: 'vllm', 'openai', 'http', 'python'",
+        ),
+        (
+            ["--set", "retrieval={topk = 3}"],
+            "--set retrieval: retrieval.topk: unknown key; did you mean top_k?",
+        ),
+        (
+            ["--set", "sampling.seed=1"],
+            "--set sampling.seed: sampling: unknown key (check the spelling; `auditor config "
+            "show` lists valid keys)",
+        ),
+    ],
+    ids=["unknown-key", "unknown-kind", "a-whole-table", "in-an-unknown-table"],
+)
+def test_a_bad_override_is_blamed_on_set_not_the_file(
+    tmp_path: Path, extra: list[str], message: str
+) -> None:
+    """The key came from the option, so the line names `--set KEY`, not `ok.toml: KEY`."""
+    ok = _write(tmp_path, 'name = "ok"\n')
+    assert _refusal(["config", "show", str(ok), *extra]) == f"Error: {message}\n"
+
+
+def test_a_bad_flag_value_is_blamed_on_the_flag(tmp_path: Path) -> None:
+    """`ingest --chunk-size 9000` names --chunk-size, not the pipeline (or the defaults)."""
+    args = ["ingest", str(tmp_path / "corpus"), "--index", str(tmp_path / "i")]
+    assert _refusal([*args, "--chunk-size", "9000"]) == (
+        "Error: --chunk-size: Input should be less than or equal to 8192\n"
+    )
+
+
+def test_several_problems_are_one_line(tmp_path: Path) -> None:
+    """`FILE: 2 problems: a; b` in one line; with an option's problem among them, each names
+    where it is."""
+    path = _write(tmp_path, "[retrieval]\ntop_k = 0\ntop_kk = 3\n")
+    assert _refusal(["config", "show", str(path)]) == (
+        f"Error: {path}: 2 problems: retrieval.top_k: Input should be greater than or equal "
+        "to 1; retrieval.top_kk: unknown key; did you mean top_k?\n"
+    )
+    path = _write(tmp_path, "[retrieval]\ntop_k = 0\n")
+    assert _refusal(["config", "show", str(path), "--set", "retrieval.topk=3"]) == (
+        f"Error: 2 problems: {path}: retrieval.top_k: Input should be greater than or equal "
+        "to 1; --set retrieval.topk: unknown key; did you mean top_k?\n"
+    )

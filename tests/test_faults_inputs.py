@@ -186,6 +186,14 @@ def _record_without_question(run: Path) -> None:
     (run / "checks.jsonl").unlink()
 
 
+def _chunks_as_strings(run: Path) -> None:
+    """A record whose retrieved chunks were replaced by their texts."""
+    row = json.loads((run / "records.jsonl").read_text())
+    row["retrieved"] = [chunk["text"] for chunk in row["retrieved"]]
+    (run / "records.jsonl").write_text(json.dumps(row) + "\n")
+    (run / "checks.jsonl").unlink()
+
+
 def _corrupt_history_summary(tmp: Path) -> list[str]:
     db = tmp / "h.sqlite"
     assert (
@@ -331,7 +339,7 @@ CASES = [
     Case("check manifest not an object", _damaged_run(lambda run: (run / "check.json").write_text("[1]"), ["check"]), 2, "check.json: corrupt check manifest (not a JSON object)"),
     Case("manifest truncated (report)", _damaged_run(lambda run: (run / "manifest.json").write_text((run / "manifest.json").read_text()[:30])), 2, "manifest.json: corrupt run manifest"),
     Case("pipeline config of an older auditor", _damaged_run(_stale_pipeline), 2, "manifest.json: retrieval.top_kk: unknown key; did you mean top_k? (this run was written by auditor 0.0.1"),
-    Case("record without its question (check)", _damaged_run(_record_without_question, ["check"]), 2, "records.jsonl: record 1 lacks 'question'"),
+    Case("record without its question (check)", _damaged_run(_record_without_question, ["check"]), 2, "records.jsonl:1: a record must be a JSON object with id, question, answer and retrieved"),
     Case("history: corrupt summary", _corrupt_history_summary, 2, "holds a corrupt summary"),
     Case("baseline: no such history", lambda tmp: ["baseline", "accept", str(_good_run(tmp)), "--history", str(tmp / "typo.sqlite")], 2, "typo.sqlite: no such audit history database"),
     # validated before any work
@@ -352,6 +360,19 @@ CASES = [
     Case("answers: empty id", _answers('{"id": " ", "question": "q", "contexts": ["c"], "answer": "a"}\n'), 2, 'answers.jsonl:1: missing or empty "id"'),
     Case("answers: duplicate id names both lines", _answers(json.dumps(ANSWER) + "\n" + json.dumps(ANSWER) + "\n"), 2, "answers.jsonl:2: duplicate id 'a1' (first on line 1)"),
     Case("pipeline: misspelt key", _pipeline('[generator]\nkind = "vllm"\nmodle = "smollm2-135m-instruct"\n'), 2, "generator.modle: unknown key; did you mean model?"),
+    # outputs, checked before anything is written, and options named as typed
+    Case("report --out is a dir", lambda tmp: ["report", str(_good_run(tmp)), "--out", str(tmp / "good")], 2, "good: is a directory; give --out a file path"),
+    Case("report --out under a file", lambda tmp: ["report", str(_good_run(tmp)), "--out", str(_write(tmp / "afile", "x") / "x.html")], 2, "afile is not a directory; give --out a path in a writable directory"),
+    Case("report --out where no file can be made", lambda tmp: ["report", str(_good_run(tmp)), "--out", "/proc/x.html"], 2, "--out /proc/x.html: cannot create files in /proc"),
+    Case("check --answers --out under a file", lambda tmp: [*_answers(json.dumps(ANSWER) + "\n")(tmp), "--out", str(_write(tmp / "afile", "x") / "o")], 2, "afile is not a directory; give --out a path"),
+    Case("calibrate --out under a file", lambda tmp: ["calibrate", "--labels", str(_write(tmp / "l.jsonl", json.dumps(ANSWER | {"hallucinated": False}) + "\n")), "--out", str(_write(tmp / "afile", "x") / "c")], 2, "afile is not a directory; give --out a path"),
+    Case("run --out under a file", lambda tmp: [*_questions(json.dumps(QUESTION) + "\n")(tmp), "--out", str(_write(tmp / "afile", "x") / "r")], 2, "afile is not a directory; give --out a path"),
+    Case("ingest --index under a file", lambda tmp: ["ingest", str(_corpus(tmp, {"a.md": GOOD_DOC})), "--index", str(_write(tmp / "afile", "x") / "i")], 2, "afile is not a directory; give --index a path"),
+    Case("audit --judge-set without =", lambda tmp: _audit(tmp, "--judge-set", "claims"), 2, "Error: --judge-set 'claims': expected KEY=VALUE, e.g. --judge-set claims=sentences"),
+    Case("--set of an unknown key", lambda tmp: [*_pipeline('name = "ok"\n')(tmp), "--set", "retrieval.topk=3"], 2, "Error: --set retrieval.topk: unknown key; did you mean top_k?"),
+    Case("pipeline: two problems", _pipeline("[retrieval]\ntop_k = 0\ntop_kk = 3\n"), 2, "p.toml: 2 problems: retrieval.top_k: Input should be greater than or equal to 1; retrieval.top_kk: unknown key"),
+    Case("review: seed below 0", lambda tmp: ["review", str(_good_run(tmp)), "--sample", "3", "--seed", "-1"], 2, "Error: Invalid value for '--seed': -1 is not in the range x>=0."),
+    Case("record with its chunks as strings (check)", _damaged_run(_chunks_as_strings, ["check"]), 2, "records.jsonl:1: a record must be a JSON object with id, question, answer and retrieved"),
 ]  # fmt: skip
 
 

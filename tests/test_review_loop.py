@@ -201,20 +201,3 @@ def test_examples_from_a_review_page_skip_only_the_answer_they_label(tmp_path: P
     assert book.for_answer("q1", "How long is the warranty?", None) == []
     # the labels file as calibrate's answers (ids PIPELINE/ID): each skips only itself
     assert [e.id for e in book.for_answer("a/q1", "How long is the warranty?", "q1")] == ["b/q1"]
-
-
-def test_the_review_bench_draws_with_the_command_and_rates_as_report_does(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """bench/review.py --as-people-work: each review drawn by `auditor review`, rated through
-    `report --labels` for the first ones and the same functions for the rest (they agree)."""
-    from bench.review import as_people_work
-
-    run = _checked(tmp_path, monkeypatch, count=40)
-    data = _labels(tmp_path / "data.jsonl", _labelled(40, wrong_every=3))
-    figures = as_people_work(run, data, [12], reviews=4, full_reports=1)
-    row = figures["N=12"]
-    assert figures["answers"] == 40 and figures["true_rate"] == pytest.approx(14 / 40)
-    assert row["through_the_command"] == 1 and sum(row["methods"].values()) == 4
-    assert 0 <= row["coverage"] <= 1 and row["mean_width"] > 0
-    assert not (run / "review.json").exists(), "the run dir itself is never touched"

@@ -16,6 +16,7 @@ from auditor.cli.options import (
     labels_option,
     load_calibration_option,
     load_examples_option,
+    load_judge_option,
     load_labels_option,
     questions_option,
     ray_options,
@@ -25,7 +26,8 @@ from auditor.cli.progress import StageClock, StderrProgress
 from auditor.cli.report_cmd import _history_path, echo_outcome, gate_option, history_option
 from auditor.cli.run_cmd import _RunProgress
 from auditor.cli.terminal import engine_output_to
-from auditor.config import load_judge, load_pipeline, parse_set_option, resolve_pipeline_path
+from auditor.config import load_pipeline, resolve_pipeline_path
+from auditor.files import check_output_dir
 from auditor.gates import parse_gate
 from auditor.questions import load_questions
 from auditor.review import check_audit_labels
@@ -108,9 +110,10 @@ def audit(
     gate holds, 1 when one fails, 2 on bad input.
     """
 
+    check_output_dir(out_dir, "--out")
     gates = [parse_gate(text) for text in gate_texts]  # bad gates fail before any engine starts
     configs = [load_pipeline(resolve_pipeline_path(p)) for p in pipelines]
-    judge_config = load_judge(judge_path, dict(parse_set_option(item) for item in judge_set))
+    judge_config = load_judge_option(judge_path, judge_set, "--judge-set")
     calibration = load_calibration_option(calibration_name)
     if calibration is not None:  # another judge's calibration fails before any engine starts
         judge_config = calibration.judge_config(judge_config, flag="--judge-set")

@@ -15,11 +15,17 @@ from auditor.calibrate import (
     labels_sha256,
     read_labels,
 )
-from auditor.cli.options import examples_option, judge_options, load_examples_option
+from auditor.cli.options import (
+    examples_option,
+    judge_options,
+    judge_set_items,
+    load_examples_option,
+    load_judge_option,
+)
 from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
-from auditor.config import config_sha256, load_judge, parse_set_option
-from auditor.files import utc_now, write_json_atomic
+from auditor.config import config_sha256
+from auditor.files import check_output_dir, utc_now, write_json_atomic
 from auditor.store import ENGINE_LOG, read_check_manifest, read_jsonl
 from auditor.verify.answers import items_from_rows, read_answers, refuse_other_answers
 from auditor.verify.check import check_run, import_answers
@@ -53,7 +59,8 @@ def calibrate(
     labels_path: Path,
     out_dir: Path,
     judge_path: Path | None,
-    set_items: tuple[str, ...],
+    judge_set: tuple[str, ...],
+    set_alias: tuple[str, ...],
     domain: str | None,
     examples_path: Path | None,
     limit: int | None,
@@ -73,7 +80,8 @@ def calibrate(
     examples, and applies to checks made with examples.
     """
 
-    config = load_judge(judge_path, dict(parse_set_option(item) for item in set_items))
+    check_output_dir(out_dir, "--out")
+    config = load_judge_option(judge_path, *judge_set_items(judge_set, set_alias))
     # a calibration measures claim verdicts: the other metrics would cost judge time for nothing
     # (the metrics are not part of the fingerprint, so it still applies to the judge as audited)
     config = config.model_copy(update={"metrics": ["faithfulness"]})

@@ -14,15 +14,17 @@ from auditor.cli.options import (
     check_ray_option,
     examples_option,
     judge_options,
+    judge_set_items,
     load_calibration_option,
     load_examples_option,
+    load_judge_option,
     ray_options,
     sources_option,
 )
 from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
-from auditor.config import load_judge, parse_set_option
 from auditor.errors import AuditorError
+from auditor.files import check_output_dir
 from auditor.ingest.manifest import read_manifest
 from auditor.scale.checking import ray_runner
 from auditor.store import ENGINE_LOG
@@ -75,7 +77,8 @@ def check(
     kb_index: Path | None,
     sources: str,
     judge_path: Path | None,
-    set_items: tuple[str, ...],
+    judge_set: tuple[str, ...],
+    set_alias: tuple[str, ...],
     calibration_name: str | None,
     examples_path: Path | None,
     ray: str | None,
@@ -96,7 +99,9 @@ def check(
         raise click.UsageError("give RUN_DIR, or --answers FILE with --out DIR")
     if answers_path is not None and out_dir is None:
         raise click.UsageError("--answers needs --out DIR")
-    config = load_judge(judge_path, dict(parse_set_option(item) for item in set_items))
+    if out_dir is not None:
+        check_output_dir(out_dir, "--out")
+    config = load_judge_option(judge_path, *judge_set_items(judge_set, set_alias))
     calibration = load_calibration_option(calibration_name)
     if calibration is not None:  # another judge's calibration fails before any engine starts
         config = calibration.judge_config(config)

@@ -11,6 +11,7 @@ import click
 
 from auditor.cli.options import pipeline_options, resolve_config
 from auditor.cli.progress import StderrProgress
+from auditor.files import check_output_dir
 from auditor.ingest import embed, ingest_corpus
 from auditor.ingest.build import IngestProgress
 from auditor.ingest.loaders import DocumentError
@@ -74,15 +75,16 @@ def ingest(
     (or stop the run with --strict); the index changes only when the ingest succeeds.
     """
 
+    check_output_dir(index_dir, "--index")
     config = resolve_config(
         pipeline,
         set_items,
         {
-            "ingest.embedder.model": embedder,
-            "ingest.embedder.device": device,
-            "ingest.chunking.chunk_size": chunk_size,
-            "ingest.chunking.chunk_overlap": chunk_overlap,
-            "ingest.index.kind": index_type,
+            "ingest.embedder.model": ("--embedder", embedder),
+            "ingest.embedder.device": ("--device", device),
+            "ingest.chunking.chunk_size": ("--chunk-size", chunk_size),
+            "ingest.chunking.chunk_overlap": ("--chunk-overlap", chunk_overlap),
+            "ingest.index.kind": ("--index-type", index_type),
         },
     ).ingest
     model = embed.load_embedder(config.embedder)

@@ -13,6 +13,7 @@ from auditor.calibrate import resolve_calibration
 from auditor.config import (
     JudgeConfig,
     PipelineConfig,
+    load_judge,
     load_pipeline,
     parse_set_option,
     resolve_pipeline_path,
@@ -31,9 +32,11 @@ __all__ = [
     "index_option",
     "judge_option",
     "judge_options",
+    "judge_set_items",
     "labels_option",
     "load_calibration_option",
     "load_examples_option",
+    "load_judge_option",
     "load_labels_option",
     "pipeline_options",
     "questions_option",
@@ -273,23 +276,52 @@ def check_ray_option(address: str | None) -> None:
 
 
 def judge_options(func: F) -> F:
-    """`--judge` and `--set` (judge config keys), for the commands that run the judge alone."""
+    """`--judge` and `--judge-set` (judge config keys, as `audit` names them), for the commands
+    that run the judge alone; `--set`, their earlier name, is a hidden alias for a release."""
     func = click.option(
         "--set",
-        "set_items",
+        "set_alias",
         multiple=True,
         metavar="KEY=VALUE",
-        help="Override a judge config key, dotted.",
+        hidden=True,
+        help="Former name of --judge-set.",
+    )(func)
+    func = click.option(
+        "--judge-set",
+        "judge_set",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="Override a judge config key, dotted, e.g. --judge-set 'claims=\"sentences\"'.",
     )(func)
     return judge_option(func)
 
 
+def judge_set_items(judge_set: Sequence[str], set_alias: Sequence[str]) -> tuple[list[str], str]:
+    """The judge overrides of `--judge-set` and its alias `--set`, and the option to name in a
+    message about them (the one the user typed)."""
+    return [*judge_set, *set_alias], "--set" if set_alias and not judge_set else "--judge-set"
+
+
+def load_judge_option(
+    judge_path: Path | None, set_items: Sequence[str], option: str = "--set"
+) -> JudgeConfig:
+    """The judge config `--judge` names, with the overrides of `option` (`--set`, or
+    `--judge-set` in audit); a bad override is refused naming that option."""
+    overrides = dict(parse_set_option(item, option, "claims=sentences") for item in set_items)
+    return load_judge(judge_path, overrides, option)
+
+
 def resolve_config(
-    pipeline: str | None, set_items: tuple[str, ...], flags: dict[str, Any]
+    pipeline: str | None, set_items: tuple[str, ...], flags: dict[str, tuple[str, Any]]
 ) -> PipelineConfig:
-    """defaults < pipeline file < --set < explicit flags (None means the flag was not given)."""
+    """defaults < pipeline file < --set < explicit flags. `flags` maps a dotted key to the
+    flag that sets it and its value (None: the flag was not given); a bad value is refused
+    naming the flag or `--set KEY`, not the pipeline file."""
     overrides = dict(parse_set_option(item) for item in set_items)
-    overrides |= {key: value for key, value in flags.items() if value is not None}
+    given_as: dict[str, str] = {}
+    for key, (flag, value) in flags.items():
+        if value is not None:
+            overrides[key], given_as[key] = value, flag
     if pipeline is None:
-        return validate_pipeline({"name": "default"}, "(defaults)", overrides)
-    return load_pipeline(resolve_pipeline_path(pipeline), overrides)
+        return validate_pipeline({"name": "default"}, "(defaults)", overrides, given_as)
+    return load_pipeline(resolve_pipeline_path(pipeline), overrides, given_as)

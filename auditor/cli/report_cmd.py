@@ -17,6 +17,7 @@ from auditor.cli.options import (
     load_calibration_option,
     load_labels_option,
 )
+from auditor.files import check_output_file
 from auditor.gates import parse_gate
 from auditor.history import accept_baseline, default_history_path, list_audits
 
@@ -193,6 +194,8 @@ def report(
     `auditor check --answers`. Writes summary.json in each and the report to --out.
     """
 
+    if out_path is not None:
+        check_output_file(out_path, "--out")
     gates = [parse_gate(text) for text in gate_texts]
     calibration = load_calibration_option(calibration_name)
     labels = load_labels_option(labels_path)

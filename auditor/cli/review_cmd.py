@@ -23,7 +23,7 @@ __all__ = ["review"]
 )
 @click.option(
     "--seed",
-    type=int,
+    type=click.IntRange(0),
     default=None,
     help="Seed of the draw (default: the one review.json records, else 0).",
 )

@@ -19,6 +19,7 @@ from auditor.cli.options import (
 )
 from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
+from auditor.files import check_output_dir
 from auditor.formatting import format_duration_ms
 from auditor.run import RunCallbacks, RunSummary, plan_run, run_pipeline
 from auditor.scale.generation import cluster_generators
@@ -65,6 +66,7 @@ def run(
             "--pipeline is required (a file, or NAME.toml in $AUDITOR_PIPELINES, ./pipelines or "
             "the auditor's pipelines/)"
         )
+    check_output_dir(run_dir, "--out")
     config = resolve_config(pipeline, set_items, {})
     # every input is validated before a file is written or a cluster joined
     plan_run(config, questions_path, index_dir, run_dir, limit)

@@ -88,29 +88,53 @@ def items_from_run(run_dir: Path) -> list[AnswerItem]:
 
 
 def items_from_rows(rows: list[dict[str, Any]], source: Path) -> list[AnswerItem]:
-    """AnswerItems of records (records.jsonl rows); BadInput naming the record that lacks a
-    field a check needs."""
+    """AnswerItems of records (records.jsonl rows); BadInput naming the file and line of a
+    record that lacks a field a check needs, or holds it in another shape."""
     items = []
     for number, row in enumerate(rows, start=1):
-        try:
-            items.append(
-                AnswerItem(
-                    id=str(row["id"]),
-                    question=str(row["question"]),
-                    answer=row.get("answer") or "",
-                    reference=row.get("reference"),
-                    chunks=[(c["chunk_id"], c["text"]) for c in row.get("retrieved") or []],
-                    error=row.get("error"),
-                    contexts_returned=bool(row.get("contexts_returned", True)),
-                    source_id=None if row.get("source_id") in (None, "") else str(row["source_id"]),
-                )
-            )
-        except (KeyError, TypeError, AttributeError) as exc:
+        if not _is_record(row):
             raise BadInput(
-                f"{source}: record {number} lacks {exc} or has it in another shape; the file "
-                "was edited by hand? re-run into a new --out"
-            ) from exc
+                f"{source}:{_line_of_record(source, number)}: a record must be a JSON object "
+                "with id, question, answer and retrieved (chunks with chunk_id and text); the "
+                "file was edited by hand? re-run into a new --out"
+            )
+        items.append(
+            AnswerItem(
+                id=str(row["id"]),
+                question=row["question"],
+                answer=row.get("answer") or "",
+                reference=row.get("reference"),
+                chunks=[(c["chunk_id"], c["text"]) for c in row.get("retrieved") or []],
+                error=row.get("error"),
+                contexts_returned=bool(row.get("contexts_returned", True)),
+                source_id=None if row.get("source_id") in (None, "") else str(row["source_id"]),
+            )
+        )
     return items
+
+
+def _is_record(row: Any) -> bool:
+    """Whether a records.jsonl row holds what a check reads, in the shapes it reads them."""
+    if not isinstance(row, dict):
+        return False
+    retrieved = row.get("retrieved") or []
+    return (
+        row.get("id") is not None
+        and isinstance(row.get("question"), str)
+        and isinstance(row.get("answer"), str | None)
+        and isinstance(row.get("error"), str | None)
+        and isinstance(retrieved, list)
+        and all(
+            isinstance(chunk, dict) and "chunk_id" in chunk and isinstance(chunk.get("text"), str)
+            for chunk in retrieved
+        )
+    )
+
+
+def _line_of_record(path: Path, number: int) -> int:
+    """The line of a JSONL file that holds its `number`th record (blank lines hold none)."""
+    filled = [n for n, line in enumerate(path.read_bytes().split(b"\n"), start=1) if line.strip()]
+    return filled[number - 1] if number <= len(filled) else number
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from auditor.cli import cli
-from auditor.testing import FakeEmbedder
+from auditor.testing import FakeEmbedder, FakeJudge
 from tests.conftest import WriteCorpus
+from tests.test_faults_inputs import _good_run
 
 DOCS = {
     "returns.md": "# Returns\n\nUnopened thermostats can be returned within 30 days of delivery.",
@@ -184,3 +185,39 @@ def test_help_lists_commands() -> None:
     assert code == 0
     for command in ("ingest", "search", "config"):
         assert command in out
+
+
+def test_a_negative_review_seed_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`review --sample 3 --seed -1` is refused by Click (exit 2), not a ValueError from the
+    draw, and no review.json is written."""
+    monkeypatch.setattr("auditor.ingest.embed.load_embedder", lambda config: FakeEmbedder())
+    monkeypatch.setattr("auditor.verify.judges.make_judge", lambda config: FakeJudge())
+    run = _good_run(tmp_path)
+    result = CliRunner().invoke(cli, ["review", str(run), "--sample", "3", "--seed", "-1"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines()[-1] == (
+        "Error: Invalid value for '--seed': -1 is not in the range x>=0."
+    )
+    assert not (run / "review.json").exists()
+
+
+@pytest.mark.parametrize("command", ["check", "calibrate"])
+@pytest.mark.parametrize("option", ["--judge-set", "--set"])
+def test_judge_settings_are_judge_set_everywhere_with_set_kept_as_an_alias(
+    tmp_path: Path, command: str, option: str
+) -> None:
+    """`--judge-set` on every command that judges (as `audit`); `--set`, its former name on
+    check and calibrate, still works, and a message names the option the user typed."""
+    answers = tmp_path / "a.jsonl"
+    answers.write_text(
+        '{"id": "a", "question": "q?", "contexts": ["c"], "answer": "x", "hallucinated": false}\n'
+    )
+    given = ["--answers" if command == "check" else "--labels", str(answers)]
+    done = CliRunner().invoke(
+        cli, [command, *given, "--out", str(tmp_path / "out"), option, "claims"]
+    )
+    assert done.exit_code == 2, done.output
+    assert f"{option} claims:" in done.stderr or f"{option} 'claims'" in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()
