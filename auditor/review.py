@@ -251,6 +251,14 @@ def _refuse_claim_marks(label: ReviewLabel, claims: int, run_dir: Path) -> None:
             )
 
 
+def _drawn_ids(run_dir: Path) -> set[str] | None:
+    """The ids of a run's drawn review sample (None without a review.json)."""
+    review = read_review(run_dir)
+    if review is None:
+        return None
+    return {str(e.get("id")) for e in review.get("sample") or [] if isinstance(e, dict)}
+
+
 def assign_labels(
     labels: list[ReviewLabel], runs: list[Any], source: Path, outside: str = "refuse"
 ) -> dict[str, list[ReviewLabel]]:
@@ -264,21 +272,25 @@ def assign_labels(
     by_name = {run.name: run for run in runs}
     assigned: dict[str, list[ReviewLabel]] = {name: [] for name in by_name}
     outside_of: dict[str, list[ReviewLabel]] = {}
+    # per run: each checked answer's number of claims, its fingerprint, the drawn sample
+    claims = {
+        run.name: {str(row["id"]): len(row.get("claims") or []) for row in run.checks}
+        for run in runs
+    }
+    fingerprints = {run.name: run_fingerprint(run.manifest) for run in runs}
+    drawn = {run.name: _drawn_ids(run.run_dir) for run in runs}
     for label in labels:
         name = label_pipeline(label, list(by_name))
         run = by_name[name]
-        claims = {str(row["id"]): len(row.get("claims") or []) for row in run.checks}
-        if label.id not in claims:
+        if label.id not in claims[name]:
             raise BadInput(
                 f"{label.where}: answer {label.id!r} is not among the checked answers of "
                 f"{run.run_dir}; labels from another run?"
             )
-        refuse_other_run(label, run.run_dir, run_fingerprint(run.manifest))
-        _refuse_claim_marks(label, claims[label.id], run.run_dir)
-        review = read_review(run.run_dir)
-        if review is not None and label.id not in {
-            str(entry.get("id")) for entry in review.get("sample") or [] if isinstance(entry, dict)
-        }:
+        refuse_other_run(label, run.run_dir, fingerprints[name])
+        _refuse_claim_marks(label, claims[name][label.id], run.run_dir)
+        sample = drawn[name]
+        if sample is not None and label.id not in sample:
             outside_of.setdefault(name, []).append(label)
             label = replace(label, in_sample=False)
         assigned[name].append(label)

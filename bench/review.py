@@ -131,6 +131,12 @@ def arms(y: np.ndarray, flag: np.ndarray, score: np.ndarray) -> dict[str, Arm]:
     }
 
 
+def judge_dtype(run_dir: Path) -> str | None:
+    """The dtype the run's judge ran in, as its check manifest records it."""
+    judge = (read_check_manifest(run_dir) or {}).get("judge", {})
+    return judge.get("identity", {}).get("dtype")
+
+
 def page_labels(run: Any, drawn: list[str], truth: dict[str, bool]) -> list[dict[str, Any]]:
     """The drawn answers' labels as the review page writes them (the fields `report` reads)."""
     fingerprint = run_fingerprint(run.manifest)
@@ -257,10 +263,7 @@ def main() -> None:
             f"`auditor report --labels` (through the command for the first "
             f"{args.full_reports}); truth = people's rate over all of them",
             data=[args.data],
-            dtype=(read_check_manifest(args.run_dir) or {})
-            .get("judge", {})
-            .get("identity", {})
-            .get("dtype"),
+            dtype=judge_dtype(args.run_dir),
             reviews=args.reviews,
         )
         return
@@ -290,10 +293,7 @@ def main() -> None:
         note=f"{args.reviews} random reviews per size of {len(y)} labelled answers checked in "
         f"{args.run_dir.name}; truth = people's rate over all of them",
         data=[args.data],
-        dtype=(read_check_manifest(args.run_dir) or {})
-        .get("judge", {})
-        .get("identity", {})
-        .get("dtype"),
+        dtype=judge_dtype(args.run_dir),
         reviews=args.reviews,
         check_run=json.dumps(
             {
