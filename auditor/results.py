@@ -19,6 +19,7 @@ from auditor.files import utc_now
 from auditor.goodput import summarize
 from auditor.review import ReviewLabel, read_review
 from auditor.reviewed import review_summary
+from auditor.run_shapes import check_manifests, check_row, check_run_rows, record_row
 from auditor.store import MANIFEST, read_check_manifest, read_jsonl, read_run_manifest
 from auditor.versions import package_versions
 
@@ -88,12 +89,18 @@ def load_run(run_dir: Path) -> RunArtifacts:
             "give a dir written by `auditor run`, `auditor audit` or `auditor check --answers`"
         )
     checks_path = run_dir / "checks.jsonl"
+    records = read_jsonl(run_dir / "records.jsonl", check=record_row)
+    checks = read_jsonl(checks_path, check=check_row) if checks_path.is_file() else []
+    check_manifest = read_check_manifest(run_dir)
+    # shapes and consistency before any figure is computed or file written (run_shapes)
+    check_run_rows(run_dir, records, checks)
+    manifest = check_manifests(run_dir, manifest, check_manifest)
     return RunArtifacts(
         run_dir=run_dir,
         manifest=manifest,
-        records=read_jsonl(run_dir / "records.jsonl"),
-        checks=read_jsonl(checks_path) if checks_path.is_file() else [],
-        check_manifest=read_check_manifest(run_dir),
+        records=records,
+        checks=checks,
+        check_manifest=check_manifest,
     )
 
 

@@ -112,9 +112,8 @@ def run_fingerprint(manifest: dict[str, Any]) -> str:
     from another run's page are recognised."""
     keys = ("run_id", "started_at", "kind")
     basis = {k: manifest.get(k) for k in keys} | {
-        "pipeline": manifest.get("pipeline", {}).get("sha256"),
-        "questions": manifest.get("questions", {}).get("sha256"),
-        "source": manifest.get("source", {}).get("sha256"),
+        section: (manifest.get(section) or {}).get("sha256")
+        for section in ("pipeline", "questions", "source")
     }
     encoded = json.dumps(basis, sort_keys=True).encode()
     return hashlib.sha256(encoded).hexdigest()[:16]
@@ -135,6 +134,14 @@ def read_review(run_dir: Path) -> dict[str, Any] | None:
     )
     if data is not None and data.get("schema_version") != REVIEW_SCHEMA_VERSION:
         raise BadInput(f"{run_dir / REVIEW}: not a review sample of this auditor (schema)")
+    if data is not None:
+        fix = f"remove it and run `auditor review {run_dir}` again (the same --seed draws the same)"
+        for key in ("seed", "size"):
+            value = data.get(key)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise BadInput(f'{run_dir / REVIEW}: "{key}" must be a whole number >= 0; {fix}')
+        if not isinstance(data.get("sample"), list):
+            raise BadInput(f'{run_dir / REVIEW}: "sample" must be a list; {fix}')
     return data
 
 

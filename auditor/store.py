@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -92,9 +93,15 @@ def _refuse_constant(name: str) -> Any:
     raise _NotANumber(name)
 
 
-def read_jsonl(path: Path, repair: bool = False) -> list[dict[str, Any]]:
+RowCheck = Callable[[str, Any], None]
+
+
+def read_jsonl(
+    path: Path, repair: bool = False, check: RowCheck | None = None
+) -> list[dict[str, Any]]:
     """Every complete line of an append-only JSONL artifact; with `repair`, a torn last line
-    (a crash mid-write) is cut off so that appending resumes cleanly."""
+    (a crash mid-write) is cut off so that appending resumes cleanly. `check(where, row)`,
+    where given, sees each row with its `file:line` and raises BadInput on a bad shape."""
     if not path.exists():
         return []
     records: list[dict[str, Any]] = []
@@ -106,7 +113,7 @@ def read_jsonl(path: Path, repair: bool = False) -> list[dict[str, Any]]:
             good_end += len(line) + 1
             continue
         try:
-            records.append(json.loads(line, parse_constant=_refuse_constant))
+            row = json.loads(line, parse_constant=_refuse_constant)
         except _NotANumber as exc:
             raise BadInput(
                 f"{path}:{number}: {exc} is not a number (JSON has no NaN or Infinity); "
@@ -122,6 +129,9 @@ def read_jsonl(path: Path, repair: bool = False) -> list[dict[str, Any]]:
                 with path.open("r+b") as handle:
                     handle.truncate(good_end)
             break
+        if check is not None:
+            check(f"{path}:{number}", row)
+        records.append(row)
         good_end += len(line) + 1
     return records
 

@@ -94,6 +94,7 @@ def _run(tmp_path: Path, threshold: float | None) -> RunArtifacts:
     review = {
         "schema_version": 1,
         "seed": 0,
+        "size": 2,
         "population": 3,
         "sample": [{"id": "q1"}, {"id": "q2"}],
     }

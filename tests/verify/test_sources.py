@@ -53,7 +53,13 @@ def _service_run(run_dir: Path, returned: list[dict[str, object]] | None) -> Pat
                 "error": None,
             }
         )
-    write_run_manifest(run_dir, {"schema_version": 1, "run_id": run_dir.name, "status": "complete"})
+    write_run_manifest(
+        run_dir,
+        {
+            "schema_version": 1, "run_id": run_dir.name, "status": "complete",
+            "pipeline": {"name": run_dir.name}, "questions": {}, "sessions": [],
+        },
+    )  # fmt: skip
     return run_dir
 
 
