@@ -25,7 +25,7 @@ The loop as a team runs it, on a copy of RUN_DIR: each review drawn by `auditor 
 --sample N --seed K` (K = 0, 1, ...), the drawn answers' labels written as the report's review
 page writes them (people's labels from --data), and the reviewed rate that `auditor report
 COPY --labels` gives: literally, through the command, for the first `--full-reports` reviews of
-each size, and through the same functions it calls (`assign_labels`, `summarize_run`) for
+each size, and through the same functions it calls (`assign_labels`, `review_summary`) for
 the rest, asserting the two agree where both ran. Coverage, mean width and the width ratio
 against the labels alone, per size.
 """
@@ -164,8 +164,9 @@ def as_people_work(
     from click.testing import CliRunner
 
     from auditor.cli import cli
-    from auditor.results import load_run, summarize_run
+    from auditor.results import load_run
     from auditor.review import REVIEW, assign_labels, read_review_labels
+    from auditor.reviewed import review_summary
 
     truth = {str(r["id"]): bool(r["hallucinated"]) for r in read_jsonl(data)}
     runner = CliRunner()
@@ -174,6 +175,8 @@ def as_people_work(
         copy = Path(scratch) / run_dir.name
         shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns(REVIEW, "summary.json"))
         run = load_run(copy)
+        judge = (run.check_manifest or {}).get("judge", {}).get("config", {})
+        threshold = float(judge.get("support_threshold", 0.5))  # as summarize_run reads it
         gold = [truth[str(row["id"])] for row in run.checks]
         rate_true = float(np.mean(gold))
         labels_path = Path(scratch) / "labels.jsonl"
@@ -190,7 +193,11 @@ def as_people_work(
                 labels_path.write_text("".join(json.dumps(r) + "\n" for r in rows))
                 labels = read_review_labels(labels_path)
                 assigned = assign_labels(labels, [run], labels_path)
-                rate = summarize_run(run, None, assigned[run.name])["reviewed"]["answer_rate"]
+                # the reviewed block as summarize_run makes it (its other figures are not
+                # needed here; the full command below checks the two agree)
+                rate = review_summary(assigned[run.name], run.checks, threshold, None, None)[
+                    "answer_rate"
+                ]
                 if seed < full_reports:
                     done = runner.invoke(
                         cli,
