@@ -235,13 +235,24 @@ def review_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
     ]
     for name, result in rows:
         figures = result["figures"]
+        judged = figures.get("judged_rate")
         for size in sorted(k for k in figures if k.startswith("N=")):
-            for arm, entry in figures[size].items():
+            arms = figures[size]
+            if "coverage" in arms:  # --as-people-work: the shipped way, and the labels alone
+                arms = {
+                    "drawn by `auditor review`, rated as `report --labels`": arms,
+                    "labels alone (Wilson)": {
+                        "coverage": arms["labels_alone_coverage"],
+                        "mean_width": arms["labels_alone_mean_width"],
+                    },
+                }
+            for arm, entry in arms.items():
                 lines.append(
                     f"| {_link(name)} | {size.removeprefix('N=')} | {arm} | "
                     f"{entry['coverage']:.3f} | {entry['mean_width']:.3f} | "
                     f"{figures['answers']} | {figures['true_rate']:.3f} | "
-                    f"{figures['judged_rate']:.3f} | {result['date']} | {_machine(result)} |"
+                    f"{'n/a' if judged is None else f'{judged:.3f}'} | {result['date']} | "
+                    f"{_machine(result)} |"
                 )
     return lines
 
