@@ -24,7 +24,7 @@ from auditor.gates import Gate, GateResult, evaluate_gates
 from auditor.generate.vllm_offline import VLLMGenerator, engine_settings
 from auditor.history import check_history, list_audits, record_audit
 from auditor.report import refuse_shared_names, render_report
-from auditor.results import SUMMARY, RunArtifacts, load_run, summarize_run
+from auditor.results import SUMMARY, RunArtifacts, load_run, say_damaged_summary, summarize_run
 from auditor.review import ReviewLabel, assign_labels, draw_review, write_review
 from auditor.run import RunCallbacks, plan_run, run_pipeline
 from auditor.scale.checking import ray_runner
@@ -91,6 +91,7 @@ def finish_audit(
         summarize_run(run, calibration, by_pipeline.get(run.name))
     results = evaluate_gates(gates, {run.name: run.summary for run in runs})
     for run in runs:
+        say_damaged_summary(run.run_dir)
         write_json_atomic(run.run_dir / SUMMARY, run.summary)
     for run, sample, earlier in drawn:
         write_review(run.run_dir, sample, earlier)

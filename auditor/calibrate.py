@@ -30,8 +30,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from auditor.calibration import JudgeAccuracy, wilson_interval
-from auditor.config import EXAMPLE_SETTINGS, JudgeConfig, parse_set_option, without_engine_only
+from auditor.config import (
+    EXAMPLE_SETTINGS,
+    JudgeConfig,
+    format_validation_error,
+    parse_set_option,
+    without_engine_only,
+)
 from auditor.errors import BadInput
 from auditor.jsonl import iter_objects, labelled_id
 from auditor.verify.base import Claim
@@ -542,6 +550,59 @@ _SHOWN = (
 )
 
 
+class _Read(BaseModel):
+    """A part of calibration.json the auditor reads; other keys are kept, not checked."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class _Fingerprint(_Read):
+    verdict_sha256: str
+    model: str | None = None
+    backend: str | None = None
+    dtype: str | None = None
+    verdict_logic: str | None = None
+
+
+class _CalibratedJudge(_Read):
+    fingerprint: _Fingerprint
+    verdict_settings: dict[str, Any] | None = None
+
+
+class _Labels(_Read):
+    path: str
+    sha256: str
+
+
+class _Level(_Read):
+    """The judge's agreement at one level: counts, and the figures shown from them."""
+
+    true_positives: int = Field(ge=0)
+    positives: int = Field(ge=0)
+    true_negatives: int = Field(ge=0)
+    negatives: int = Field(ge=0)
+    sensitivity: float | None = None
+    specificity: float | None = None
+    sensitivity_interval: list[float] | None = Field(None, min_length=2, max_length=2)
+    specificity_interval: list[float] | None = Field(None, min_length=2, max_length=2)
+
+
+class CalibrationFile(_Read):
+    """calibration.json as `load_calibration` reads it (schema version 2)."""
+
+    schema_version: int
+    judge: _CalibratedJudge
+    labels: _Labels
+    answers: int = Field(ge=0)
+    hallucinated: int = Field(ge=0)
+    questions: int | None = None
+    threshold: float = Field(ge=0, le=1)
+    domain: str | None = None
+    out_of_fold: dict[str, Any]
+    answer_level: _Level
+    claim_level: _Level | None = None
+
+
 def load_calibration(path: Path, name: str = "") -> Calibration:
     """A calibration from CAL_DIR (or its calibration.json); BadInput in one line otherwise
     (an in-sample calibration of an earlier auditor included)."""
@@ -564,11 +625,22 @@ def load_calibration(path: Path, name: str = "") -> Calibration:
         raise BadInput(
             f"{file}: not a calibration of this auditor (schema); run auditor calibrate again"
         )
-    if "fingerprint" not in data.get("judge", {}) or "out_of_fold" not in data:
+    if (
+        not isinstance(data.get("judge"), dict)
+        or "fingerprint" not in data["judge"]
+        or ("out_of_fold" not in data)
+    ):
         raise BadInput(
             f"{file}: calibration without a judge fingerprint or out-of-fold figures; "
             "run auditor calibrate again"
         )
+    try:
+        CalibrationFile.model_validate(data)
+    except ValidationError as exc:
+        problem = format_validation_error(str(file), exc)
+        raise BadInput(
+            f"{problem}; the file was edited by hand? run auditor calibrate again"
+        ) from exc
     return Calibration(file, data, name)
 
 

@@ -6,6 +6,8 @@ dir's files itself. summary.json is the one file written here (goodput with inte
 
 from __future__ import annotations
 
+import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,8 +21,15 @@ from auditor.files import utc_now
 from auditor.goodput import summarize
 from auditor.review import ReviewLabel, read_review
 from auditor.reviewed import review_summary
-from auditor.run_shapes import check_manifests, check_row, check_run_rows, record_row
-from auditor.store import MANIFEST, read_check_manifest, read_jsonl, read_run_manifest
+from auditor.run_shapes import check_manifests, check_run_rows
+from auditor.store import (
+    MANIFEST,
+    read_check_manifest,
+    read_checks,
+    read_records,
+    read_run_manifest,
+    torn_note,
+)
 from auditor.versions import package_versions
 
 __all__ = [
@@ -28,10 +37,12 @@ __all__ = [
     "RunArtifacts",
     "load_run",
     "pipeline_settings",
+    "say_damaged_summary",
     "summarize_run",
 ]
 
 SUMMARY = "summary.json"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -45,6 +56,7 @@ class RunArtifacts:
     check_manifest: dict[str, Any] | None
     summary: dict[str, Any] = field(default_factory=dict)
     labels: list[ReviewLabel] = field(default_factory=list)  # people's, with --labels
+    damaged: list[str] = field(default_factory=list)  # torn last lines left out (store.torn_note)
 
     @property
     def name(self) -> str:
@@ -88,20 +100,42 @@ def load_run(run_dir: Path) -> RunArtifacts:
             f"{run_dir}: not a run dir (no manifest.json or records.jsonl); "
             "give a dir written by `auditor run`, `auditor audit` or `auditor check --answers`"
         )
-    checks_path = run_dir / "checks.jsonl"
-    records = read_jsonl(run_dir / "records.jsonl", check=record_row)
-    checks = read_jsonl(checks_path, check=check_row) if checks_path.is_file() else []
+    torn: list[str] = []
+    records = read_records(run_dir, torn=torn.append)
+    checks = read_checks(run_dir, torn=torn.append)
     check_manifest = read_check_manifest(run_dir)
     # shapes and consistency before any figure is computed or file written (run_shapes)
     check_run_rows(run_dir, records, checks)
     manifest = check_manifests(run_dir, manifest, check_manifest)
+    damaged = [torn_note(where) for where in torn]
+    for note in damaged:
+        log.warning(note)  # on the terminal; the report shows it beside the run as well
     return RunArtifacts(
         run_dir=run_dir,
         manifest=manifest,
         records=records,
         checks=checks,
         check_manifest=check_manifest,
+        damaged=damaged,
     )
+
+
+def say_damaged_summary(run_dir: Path) -> None:
+    """summary.json is derived: no command reads it, each rewrites it from the run's records
+    and checks. One that is damaged (a hand edit, a copy cut short) is said on the terminal
+    before it is regenerated, so the user knows the old file was not what it claimed."""
+    path = run_dir / SUMMARY
+    if not path.exists():
+        return
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        log.warning("%s: damaged (%s); regenerated from the run's records and checks", path, exc)
+        return
+    if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):
+        log.warning(
+            "%s: damaged (not a summary); regenerated from the run's records and checks", path
+        )
 
 
 def summarize_run(

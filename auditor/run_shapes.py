@@ -13,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, get_args
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from auditor.errors import BadInput
 from auditor.verify.base import Verdict
 
@@ -74,16 +76,167 @@ def check_run_rows(
         )
 
 
-# the manifest sections the figures read: required of a run of a pipeline (`auditor run`,
-# `audit`), of the right kind where present in a run of imported answers (`check --answers`)
-_MANIFEST_SECTIONS = {
-    "pipeline": dict,
-    "questions": dict,
-    "sessions": list,
-    "model": dict,
-    "source": dict,
-}
+class _Read(BaseModel):
+    """A part of a run-dir JSON file that the figures or the report read: each field of the
+    kind the code uses (None where a run has none), any other key kept unchecked."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class PipelineSection(_Read):
+    name: str
+    sha256: str | None = None
+    config: dict[str, Any] | None = None
+
+
+class QuestionsSection(_Read):
+    path: str | None = None
+    sha256: str | None = None
+    count: int | None = None
+
+
+class IndexSection(_Read):
+    path: str | None = None
+    manifest_sha256: str | None = None
+    generation: str | None = None
+    embedder: dict[str, Any] | None = None
+    documents: int | None = None
+    chunks: int | None = None
+
+
+class Session(_Read):
+    started_at: str | None = None
+    finished_at: str | None = None
+    requests: int | None = None
+    completed: int | None = None
+    generation_s: float | None = None
+    interrupted: bool | None = None
+
+
+class ModelSection(_Read):
+    name: str | None = None
+    backend: str | None = None
+    weights_sha256: str | None = None
+
+
+class HostSection(_Read):
+    hostname: str | None = None
+    cpu: str | None = None
+    cpu_count: int | None = None
+
+
+class LoadRegime(_Read):
+    mode: str | None = None
+    concurrency: int | None = None
+    request_rate: float | None = None
+    batch_size: int | None = None
+    engines: int | None = None
+
+
+class Totals(_Read):
+    requests: int | None = None
+    completed: int | None = None
+    errors: int | None = None
+    output_tokens: int | None = None
+    generation_s: float | None = None
+    tokens_per_s: float | None = None
+
+
+class SourceSection(_Read):
+    path: str | None = None
+    sha256: str | None = None
+    count: int | None = None
+
+
+class RunManifest(_Read):
+    """manifest.json: a run of a pipeline (`auditor run`, `audit`) or of imported answers
+    (`check --answers`, kind "answers")."""
+
+    schema_version: int
+    kind: str | None = None
+    run_id: str | None = None
+    status: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    pipeline: PipelineSection | None = None
+    questions: QuestionsSection | None = None
+    index: IndexSection | None = None
+    sessions: list[Session] | None = None
+    model: ModelSection | None = None
+    host: HostSection | None = None
+    packages: dict[str, str | None] | None = None
+    load_regime: LoadRegime | None = None
+    totals: Totals | None = None
+    source: SourceSection | None = None
+
+
+class JudgeSettings(_Read):
+    name: str | None = None
+    support_threshold: float | None = Field(None, ge=0, le=1)
+
+
+class JudgeIdentity(_Read):
+    name: str | None = None
+    weights_sha256: str | None = None
+    backend: str | None = None
+    dtype: str | None = None
+
+
+class JudgeSection(_Read):
+    config: JudgeSettings
+    identity: JudgeIdentity | None = None
+    sha256: str | None = None
+    verdict_logic: str | None = None
+
+
+class CheckManifest(_Read):
+    """check.json: the judge that wrote checks.jsonl."""
+
+    schema_version: int | None = None
+    judge: JudgeSection
+    sources: list[str] | None = None
+    status: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    packages: dict[str, str | None] | None = None
+
+
+# a run of a pipeline has these; a run of imported answers has none of them
 _PIPELINE_RUN = ("pipeline", "questions", "sessions")
+
+
+def _shape(path: Path, model: type[BaseModel], data: dict[str, Any], fix: str) -> None:
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors()[:3]:
+            where = ".".join(str(part) for part in error["loc"])
+            given = error.get("input")
+            if error["type"] == "missing":
+                problems.append(f'"{where}" is required, missing')
+            elif error["type"] in _KINDS:
+                problems.append(f'"{where}" {_KINDS[error["type"]]}, not {_type_name(given)}')
+            else:
+                problems.append(f'"{where}": {error["msg"]}')
+        more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
+        raise BadInput(f"{path}: {'; '.join(problems)}{more}; {fix}") from exc
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+# what a field must be, by pydantic's error type
+_KINDS = {
+    "dict_type": "must be an object",
+    "model_type": "must be an object",
+    "list_type": "must be a list",
+    "string_type": "must be a string",
+    "int_type": "must be a whole number",
+    "float_type": "must be a number",
+    "bool_type": "must be true or false",
+}
 
 
 def check_manifests(
@@ -93,19 +246,18 @@ def check_manifests(
     the manifest returned without the sections that are null where none is needed (a run of
     imported answers has no pipeline: null is no section)."""
     required = _PIPELINE_RUN if manifest.get("kind") != "answers" else ()
-    for key, kind in _MANIFEST_SECTIONS.items():
-        value = manifest.get(key)
-        if value is None and key not in required:
-            continue
-        if not isinstance(value, kind):
-            shape = "an object" if kind is dict else "a list"
+    for key in required:
+        if manifest.get(key) is None:
+            kind = "a list" if key == "sessions" else "an object"
             raise BadInput(
-                f'{run_dir / "manifest.json"}: "{key}" must be {shape}, not '
-                f"{'missing' if value is None else type(value).__name__}; {FIX}"
+                f'{run_dir / "manifest.json"}: "{key}" must be {kind}, not missing; {FIX}'
             )
-    if check_manifest is not None and not isinstance(check_manifest.get("judge"), dict):
-        raise BadInput(
-            f'{run_dir / "check.json"}: "judge" must be an object; remove check.json and '
-            f"checks.jsonl, then check again (auditor check {run_dir})"
+    _shape(run_dir / "manifest.json", RunManifest, manifest, FIX)
+    if check_manifest is not None:
+        _shape(
+            run_dir / "check.json",
+            CheckManifest,
+            check_manifest,
+            f"remove check.json and checks.jsonl, then check again (auditor check {run_dir})",
         )
-    return {k: v for k, v in manifest.items() if not (v is None and k in _MANIFEST_SECTIONS)}
+    return {k: v for k, v in manifest.items() if not (v is None and k in RunManifest.model_fields)}

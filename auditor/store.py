@@ -15,22 +15,26 @@ from typing import IO, Any
 
 from auditor.errors import BadInput
 from auditor.files import write_json_atomic
+from auditor.run_shapes import check_row, record_row
 
 __all__ = [
     "CHECK_MANIFEST",
     "RUN_SCHEMA_VERSION",
     "RecordWriter",
     "read_check_manifest",
+    "read_checks",
     "read_json_artifact",
     "read_jsonl",
     "read_records",
     "read_run_manifest",
+    "torn_note",
     "write_run_manifest",
 ]
 
 RUN_SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 RECORDS = "records.jsonl"
+CHECKS = "checks.jsonl"  # one row per checked answer (auditor.verify.check)
 CHECK_MANIFEST = "check.json"  # the judge that wrote checks.jsonl (auditor.verify.check)
 ENGINE_LOG = "engine.log"  # third-party output of the command that wrote the dir (-v: none)
 
@@ -80,9 +84,34 @@ def write_run_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
     write_json_atomic(run_dir / MANIFEST, manifest)
 
 
-def read_records(run_dir: Path, repair: bool = False) -> list[dict[str, Any]]:
-    """Every complete record of a run dir (see `read_jsonl`)."""
-    return read_jsonl(run_dir / RECORDS, repair=repair)
+def torn_note(where: str) -> str:
+    """What a reader says of a torn last line (`file:line`) it left out, with the command
+    that repairs it."""
+    path = Path(where.rsplit(":", 1)[0])
+    if path.name == CHECKS:
+        fix = f"that answer counts as not checked; `auditor check {path.parent}` repairs and checks it"
+    else:
+        fix = (
+            "that answer is left out of every figure; resume the run into the same --out "
+            f"({path.parent}) to repair it"
+        )
+    return f"{where}: torn last line (a write cut short, e.g. a kill); {fix}"
+
+
+def read_records(
+    run_dir: Path, repair: bool = False, torn: TornLine | None = None
+) -> list[dict[str, Any]]:
+    """Every complete record of a run dir, each of the shape the figures read
+    (`run_shapes.record_row`; see `read_jsonl` for `repair` and `torn`)."""
+    return read_jsonl(run_dir / RECORDS, repair=repair, check=record_row, torn=torn)
+
+
+def read_checks(
+    run_dir: Path, repair: bool = False, torn: TornLine | None = None
+) -> list[dict[str, Any]]:
+    """Every complete row of a run dir's checks.jsonl, each of the shape the figures read
+    (`run_shapes.check_row`); none before any check."""
+    return read_jsonl(run_dir / CHECKS, repair=repair, check=check_row, torn=torn)
 
 
 class _NotANumber(Exception):
@@ -94,14 +123,19 @@ def _refuse_constant(name: str) -> Any:
 
 
 RowCheck = Callable[[str, Any], None]
+TornLine = Callable[[str], None]  # told `file:line` of a torn last line it leaves out
 
 
 def read_jsonl(
-    path: Path, repair: bool = False, check: RowCheck | None = None
+    path: Path,
+    repair: bool = False,
+    check: RowCheck | None = None,
+    torn: TornLine | None = None,
 ) -> list[dict[str, Any]]:
     """Every complete line of an append-only JSONL artifact; with `repair`, a torn last line
-    (a crash mid-write) is cut off so that appending resumes cleanly. `check(where, row)`,
-    where given, sees each row with its `file:line` and raises BadInput on a bad shape."""
+    (a crash mid-write) is cut off so that appending resumes cleanly; without, `torn` is told
+    its `file:line` (a reader that leaves it out says so). `check(where, row)`, where given,
+    sees each row with its `file:line` and raises BadInput on a bad shape."""
     if not path.exists():
         return []
     records: list[dict[str, Any]] = []
@@ -128,6 +162,8 @@ def read_jsonl(
             if repair:
                 with path.open("r+b") as handle:
                     handle.truncate(good_end)
+            elif torn is not None:
+                torn(f"{path}:{number}")
             break
         if check is not None:
             check(f"{path}:{number}", row)

@@ -6,6 +6,8 @@ lists the same cases. Fake embedder and judge: no engine needed; run alone with 
 from __future__ import annotations
 
 import json
+import os
+import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -269,6 +271,42 @@ def _audit(tmp: Path, *extra: str, questions: Path | None = None) -> list[str]:
     ]  # fmt: skip
 
 
+def _jsonl_lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def _write_lines(path: Path, lines: list[str]) -> None:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+def _first_check(change: Callable[[dict], object]) -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        lines = _jsonl_lines(run / "checks.jsonl")
+        row = json.loads(lines[0])
+        change(row)
+        _write_lines(run / "checks.jsonl", [json.dumps(row), *lines[1:]])
+
+    return damage
+
+
+def _set_key(name: str, **changes: object) -> Callable[[Path], None]:
+    return lambda run: _edit_json(run / name, lambda data: data.update(changes))
+
+
+def _calibration(change: Callable[[dict], None]) -> Callable[[Path], list[str]]:
+    """`report --calibration` with the shipped calibration, damaged by `change`."""
+
+    def make(tmp: Path) -> list[str]:
+        from auditor.calibrate import shipped_calibrations
+
+        data = json.loads(next(iter(shipped_calibrations().values())).read_text())
+        change(data)
+        cal = _write(tmp / "cal" / "calibration.json", json.dumps(data))
+        return ["report", str(_good_run(tmp)), "--calibration", str(cal.parent)]
+
+    return make
+
+
 def _gate(expression: str) -> Callable[[Path], list[str]]:
     return lambda tmp: ["report", str(_good_run(tmp)), "--gate", expression]
 
@@ -373,6 +411,21 @@ CASES = [
     Case("pipeline: two problems", _pipeline("[retrieval]\ntop_k = 0\ntop_kk = 3\n"), 2, "p.toml: 2 problems: retrieval.top_k: Input should be greater than or equal to 1; retrieval.top_kk: unknown key"),
     Case("review: seed below 0", lambda tmp: ["review", str(_good_run(tmp)), "--sample", "3", "--seed", "-1"], 2, "Error: Invalid value for '--seed': -1 is not in the range x>=0."),
     Case("record with its chunks as strings (check)", _damaged_run(_chunks_as_strings, ["check"]), 2, "records.jsonl:1: a record must be a JSON object with id, question, answer and retrieved"),
+    # run dirs of the right JSON and the wrong shape (auditor/run_shapes.py)
+    Case("check row a list", _damaged_run(lambda run: _write_lines(run / "checks.jsonl", ["[1, 2]"])), 2, "checks.jsonl:1: a check row must be a JSON object, not list"),
+    Case("check row without id", _damaged_run(_first_check(lambda row: row.pop("id"))), 2, 'checks.jsonl:1: a check row without "id"'),
+    Case("check row: claims null", _damaged_run(_first_check(lambda row: row.update(claims=None))), 2, 'checks.jsonl:1: "claims" must be a list'),
+    Case("check row: a verdict nobody knows", _damaged_run(_first_check(lambda row: row["claims"][0].update(verdict="maybe"))), 2, "checks.jsonl:1: claim 0 has verdict 'maybe'"),
+    Case("record a string", _damaged_run(lambda run: _write_lines(run / "records.jsonl", ['"hello"', *_jsonl_lines(run / "records.jsonl")])), 2, "records.jsonl:1: a record must be a JSON object, not str"),
+    Case("records empty, checks not", _damaged_run(lambda run: _write_lines(run / "records.jsonl", [])), 2, "checks.jsonl: 1 checked answer(s) not in records.jsonl"),
+    Case("a check row twice", _damaged_run(lambda run: _write_lines(run / "checks.jsonl", _jsonl_lines(run / "checks.jsonl") * 2)), 2, "checks.jsonl: answer 'a1' is in it twice"),
+    Case("check.json: judge null", _damaged_run(_set_key("check.json", judge=None)), 2, 'check.json: "judge" must be an object'),
+    Case("manifest: sessions a string", _damaged_run(_set_key("manifest.json", sessions="x")), 2, 'manifest.json: "sessions" must be a list, not str'),
+    # calibrations (auditor.calibrate.CalibrationFile)
+    Case("calibration: threshold a string", _calibration(lambda cal: cal.update(threshold="0.3")), 2, "calibration.json: threshold: Input should be a valid number"),
+    Case("calibration: answer level missing", _calibration(lambda cal: cal.pop("answer_level")), 2, "calibration.json: answer_level: Field required"),
+    Case("calibration: negative count", _calibration(lambda cal: cal["answer_level"].update(positives=-1)), 2, "calibration.json: answer_level.positives: Input should be greater than or equal to 0"),
+    Case("calibration: fingerprint without its hash", _calibration(lambda cal: cal["judge"]["fingerprint"].pop("verdict_sha256")), 2, "calibration.json: judge.fingerprint.verdict_sha256: Field required"),
 ]  # fmt: skip
 
 
@@ -392,6 +445,42 @@ def test_bad_input_is_one_line_with_exit_code_and_no_traceback(
     assert result.exit_code == case.code, (args, result.output)
     assert len(errors) == 1 and case.names in errors[0], lines
     assert _tree(tmp_path) == before, "a refused command wrote or changed files"
+    message = shown(errors[0], tmp_path)
+    if table := os.environ.get("AUDITOR_FAULT_TABLE"):  # scripts/fault_table.py collects them
+        with open(table, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"case": case.name, "message": message, "exit": case.code}) + "\n")
+        return
+    row = documented_rows().get(case.name)
+    assert row is not None and _masked(row) == _masked((message, case.code)), (
+        f"docs/faults.md says {row}, the command says {(message, case.code)}; regenerate the "
+        "table: .venv/bin/python scripts/fault_table.py"
+    )
+
+
+def shown(line: str, tmp: Path) -> str:
+    """A refusal as docs/faults.md shows it: paths relative to the case's folder, a long line
+    cut (scripts/fault_table.py writes the table from these)."""
+    text = line.replace(f"{tmp}/", "").replace(str(tmp), ".")
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 10] + "..."
+
+
+SHOWN_CHARS = 160
+FAULTS_DOC = REPO / "docs" / "faults.md"
+ROW = re.compile(r"^\| (?P<case>[^|]+?) \| `(?P<message>.*)` \| (?P<exit>\d+) \|$")
+
+
+def documented_rows() -> dict[str, tuple[str, int]]:
+    """docs/faults.md's bad-input table: case name -> (message, exit code)."""
+    rows = {}
+    for line in FAULTS_DOC.read_text(encoding="utf-8").splitlines():
+        if match := ROW.match(line):
+            rows[match["case"]] = (match["message"], int(match["exit"]))
+    return rows
+
+
+def _masked(row: tuple[str, int]) -> tuple[str, int]:
+    """Without what differs from run to run: a manifest's hash, a Ray error's address."""
+    return re.sub(r"\b[0-9a-f]{12}\b", "<sha>", row[0]), row[1]
 
 
 def _tree(root: Path) -> dict[str, tuple[int, int]]:

@@ -26,7 +26,7 @@ from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.config import config_sha256
 from auditor.files import check_output_dir, utc_now, write_json_atomic
-from auditor.store import ENGINE_LOG, read_check_manifest, read_jsonl
+from auditor.store import ENGINE_LOG, read_check_manifest, read_checks
 from auditor.verify.answers import items_from_rows, read_answers, refuse_other_answers
 from auditor.verify.check import check_run, import_answers
 
@@ -110,7 +110,7 @@ def calibrate(
             on_calls=display.step,
             examples=examples,
         )
-    checks = [row for row in read_jsonl(out_dir / "checks.jsonl") if row["id"] in wanted]
+    checks = [row for row in read_checks(out_dir) if row["id"] in wanted]
     figures = build_calibration(checks, labels, labels_path)
     check_manifest = read_check_manifest(out_dir) or {}
     calibration = {

@@ -167,6 +167,7 @@ def _pipeline_view(
         "regressions": found,
         "history": past,
         "trend": trend,
+        "damaged": run.damaged,
     }
 
 

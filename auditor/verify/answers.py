@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -15,11 +16,14 @@ from auditor.store import (
     MANIFEST,
     RECORDS,
     RecordWriter,
-    read_jsonl,
+    read_records,
     read_run_manifest,
+    torn_note,
     write_run_manifest,
 )
 from auditor.verify.base import Reference
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "SOURCE_CHOICES",
@@ -79,12 +83,16 @@ def items_from_run(run_dir: Path) -> list[AnswerItem]:
     if not path.is_file():
         raise BadInput(f"{path}: missing; run `auditor run ... --out {run_dir}` first")
     manifest = read_run_manifest(run_dir)  # BadInput when corrupt or of another schema version
-    items = items_from_rows(read_jsonl(path), path)
+    items = items_from_rows(read_records(run_dir, torn=_say_torn), path)
     if manifest is not None:
         fingerprint = run_fingerprint(manifest)
         for item in items:
             item.run = fingerprint
     return items
+
+
+def _say_torn(where: str) -> None:
+    log.warning(torn_note(where))
 
 
 def items_from_rows(rows: list[dict[str, Any]], source: Path) -> list[AnswerItem]:
@@ -213,7 +221,7 @@ def _new_rows(answers: AnswersFile, out_dir: Path) -> list[dict[str, Any]]:
         )
     if existing.get("source", {}).get("sha256") == answers.sha256:
         return []
-    held = {str(row["id"]): row for row in read_jsonl(out_dir / RECORDS)}
+    held = {str(row["id"]): row for row in read_records(out_dir)}
     given = {row["id"]: row for row in answers.rows}
     for ident, row in held.items():
         if ident not in given:
@@ -277,7 +285,7 @@ def run_retrieval(run_dir: Path) -> str:
     manifest = read_run_manifest(run_dir) or {}
     if manifest.get("kind") == "answers":
         return "answers"
-    for row in read_jsonl(run_dir / "records.jsonl"):
+    for row in read_records(run_dir):
         return str(row.get("retrieval", "auditor"))
     return "auditor"
 

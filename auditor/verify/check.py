@@ -26,7 +26,7 @@ from auditor.config import (
 from auditor.errors import BadInput
 from auditor.files import utc_now, write_json_atomic
 from auditor.ingest import embed as embedders
-from auditor.store import CHECK_MANIFEST, RecordWriter, read_check_manifest, read_jsonl
+from auditor.store import CHECK_MANIFEST, CHECKS, RecordWriter, read_check_manifest, read_checks
 from auditor.verify import judges
 from auditor.verify.answers import AnswerItem, import_answers, items_from_run
 from auditor.verify.asker import OnStageCalls
@@ -50,7 +50,6 @@ __all__ = [
     "refuse_unresumable",
 ]
 
-CHECKS = "checks.jsonl"
 CHECK_SCHEMA_VERSION = 1
 # The verdict logic's version (prompts, claim rules, decision): recorded with every check and
 # part of a calibration's fingerprint. Bump it whenever a change can move a verdict or
@@ -183,7 +182,7 @@ def check_into(
     each id once (the commit log a re-run resumes from); with `memory`, each row's claims
     moved by the labelled examples of its question before it is written."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    done = {row["id"] for row in read_jsonl(out_dir / CHECKS, repair=True)}
+    done = {row["id"] for row in read_checks(out_dir, repair=True)}
     todo = [item for item in items if item.id not in done]
     manifest_path = out_dir / CHECK_MANIFEST
     manifest: dict[str, Any] = {
@@ -238,7 +237,7 @@ def check_into(
                 _count(summary, row)
             if on_batch:
                 on_batch(len(rows))
-    for row in read_jsonl(out_dir / CHECKS):
+    for row in read_checks(out_dir):
         if row["id"] in done:
             _count(summary, row)
     manifest |= {"status": "complete", "finished_at": utc_now()}
@@ -338,7 +337,7 @@ def check_run(
         if out_dir not in summaries:
             summary = summaries[out_dir] = CheckSummary(out_dir=out_dir, skipped=len(items))
             wanted = {item.id for item in items}
-            for row in read_jsonl(out_dir / CHECKS):
+            for row in read_checks(out_dir):
                 if row["id"] in wanted:
                     _count(summary, row)
     return [summaries[out_dir] for out_dir, _ in targets]
@@ -406,7 +405,7 @@ def _refuse_other_kb(out_dir: Path, kb_index: Path) -> None:
 
 def _checked_ids(out_dir: Path) -> set[str]:
     path = out_dir / CHECKS
-    return {row["id"] for row in read_jsonl(path, repair=True)} if path.exists() else set()
+    return {row["id"] for row in read_checks(out_dir, repair=True)} if path.exists() else set()
 
 
 def _count(summary: CheckSummary, row: dict[str, Any]) -> None:
