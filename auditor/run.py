@@ -306,7 +306,8 @@ def run_pipeline(
     generator = factory(config.generator, on_stage=callbacks.stage, on_bytes=callbacks.bytes)
     manifest["model"] = generator.identity()
     write_run_manifest(run_dir, manifest)
-    session: dict[str, Any] = {"started_at": utc_now(), "requests": len(todo)}
+    # generation_s from the start: a session stopped before generating is written with 0 s
+    session: dict[str, Any] = {"started_at": utc_now(), "requests": len(todo), "generation_s": 0.0}
     manifest["sessions"].append(session)
     new_records: list[dict[str, Any]] = []
     try:

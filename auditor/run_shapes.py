@@ -13,15 +13,125 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from auditor.errors import BadInput
-from auditor.verify.base import Verdict
+from auditor.verify.base import ClaimKind, ClaimOrigin, Verdict
 
-__all__ = ["check_manifests", "check_row", "check_run_rows", "record_row"]
+__all__ = [
+    "check_manifests",
+    "check_row",
+    "check_run_rows",
+    "normal_check",
+    "normal_record",
+    "record_row",
+]
 
 VERDICTS = set(get_args(Verdict))
 FIX = "the file was edited by hand? re-run into a new --out"
+
+
+class _Read(BaseModel):
+    """A part of a run-dir JSON file that the figures or the report read: each field of the
+    kind the code uses (None where a run has none), any other key kept unchecked."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class RetrievedChunk(_Read):
+    chunk_id: str
+    text: str
+    document: str | None = None
+    page: int | str | None = None
+    score: float | None = None
+
+
+class Record(_Read):
+    """A records.jsonl row: one question's answer and how it was served."""
+
+    id: str | int
+    question: str
+    answer: str | None = None
+    reference: str | None = None
+    error: str | None = None
+    retrieval: str | None = None
+    contexts_returned: bool | None = None
+    retrieved: list[RetrievedChunk] | None = None
+    prompt_tokens: int | None = None
+    output_tokens: int | None = None
+    finish_reason: str | None = None
+    arrival_time: float | None = None
+    first_token_time: float | None = None
+    last_token_time: float | None = None
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    e2e_s: float | None = None
+    itl_s: list[float] | None = None
+    attempts: int | None = None
+    endpoint: str | None = None
+
+    @model_validator(mode="after")
+    def _answered_or_failed(self) -> Record:
+        if self.answer is None and self.error is None:
+            raise ValueError('"answer" is missing and no "error" says why')
+        return self
+
+
+class CheckClaim(_Read):
+    """A claim as `auditor.verify.base.Claim.to_json` writes it."""
+
+    text: str
+    verdict: Verdict
+    span: list[int] | None = Field(None, min_length=2, max_length=2)
+    kind: ClaimKind = "fact"
+    origin: ClaimOrigin = "judge"
+    p_supported: float | None = Field(None, ge=0, le=1)
+    reason: str = ""
+    evidence: str = ""
+    supporting_chunks: list[str] = Field(default_factory=list)
+    contradicting_chunks: list[str] = Field(default_factory=list)
+    checked_chunks: list[str] = Field(default_factory=list)
+    chunk_sources: dict[str, str] = Field(default_factory=dict)
+    judgements: list[dict[str, Any]] = Field(default_factory=list)
+    quote: dict[str, Any] | None = None
+    memory: dict[str, Any] | None = None
+
+
+class ClaimCounts(_Read):
+    supported: int = Field(ge=0)
+    unsupported: int = Field(ge=0)
+    contradicted: int = Field(ge=0)
+    unverifiable: int = Field(ge=0)
+
+
+class ContextVerdict(_Read):
+    chunk_id: str
+    useful: bool | None = None
+    reason: str | None = None
+
+
+class CheckRow(_Read):
+    """A checks.jsonl row: one answer's claims, verdicts and metrics."""
+
+    id: str | int
+    outcome: str
+    claims: list[CheckClaim]
+    claim_counts: ClaimCounts
+    hallucinated: bool | None = None
+    faithfulness: float | None = None
+    support_score: float | None = None
+    context_precision: float | None = None
+    context_precision_with_reference: float | None = None
+    answer_relevancy: float | None = None
+    context_recall: float | None = None
+    answer_correctness: float | None = None
+    context_verdicts: list[ContextVerdict] = Field(default_factory=list)
+    context_verdicts_with_reference: list[ContextVerdict] = Field(default_factory=list)
+    judge: dict[str, Any] | None = None
+    judge_failures: list[Any] = Field(default_factory=list)
+    listed_claims: int | None = None
+    listing_errors: list[Any] = Field(default_factory=list)
+    sources: str | None = None
 
 
 def _id(where: str, row: Any, what: str) -> None:
@@ -34,8 +144,10 @@ def _id(where: str, row: Any, what: str) -> None:
 
 
 def record_row(where: str, row: Any) -> None:
-    """A records.jsonl row: an object with an id."""
+    """A records.jsonl row: an object with an id, each field the figures and the report read
+    of its kind (`Record`)."""
     _id(where, row, "record")
+    _fields(where, Record, row)
 
 
 def check_row(where: str, row: Any) -> None:
@@ -53,6 +165,25 @@ def check_row(where: str, row: Any) -> None:
                 f"{where}: claim {number} has verdict {claim.get('verdict')!r}, not one of "
                 f"{', '.join(sorted(VERDICTS))}; {FIX}"
             )
+    _fields(where, CheckRow, row)
+
+
+def normal_record(row: dict[str, Any]) -> dict[str, Any]:
+    """A checked records.jsonl row with every field the report reads present (None, or the
+    default, where an older or another writer left it out)."""
+    return Record.model_validate(row).model_dump()
+
+
+def normal_check(row: dict[str, Any]) -> dict[str, Any]:
+    """A checked checks.jsonl row, its fields and its claims' present (see `normal_record`)."""
+    return CheckRow.model_validate(row).model_dump()
+
+
+def _fields(where: str, model: type[BaseModel], row: dict[str, Any]) -> None:
+    try:
+        model.model_validate(row)
+    except ValidationError as exc:
+        raise BadInput(f"{where}: {_problems(exc)}; {FIX}") from exc
 
 
 def check_run_rows(
@@ -74,13 +205,6 @@ def check_run_rows(
             f"{run_dir / 'checks.jsonl'}: {len(stray)} checked answer(s) not in records.jsonl "
             f"({', '.join(repr(s) for s in stray[:3])}); the two files are of different runs? {FIX}"
         )
-
-
-class _Read(BaseModel):
-    """A part of a run-dir JSON file that the figures or the report read: each field of the
-    kind the code uses (None where a run has none), any other key kept unchecked."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
 
 
 class PipelineSection(_Read):
@@ -105,11 +229,11 @@ class IndexSection(_Read):
 
 
 class Session(_Read):
+    generation_s: float = Field(ge=0)  # a session is written once it has generated
     started_at: str | None = None
     finished_at: str | None = None
     requests: int | None = None
     completed: int | None = None
-    generation_s: float | None = None
     interrupted: bool | None = None
 
 
@@ -172,7 +296,7 @@ class RunManifest(_Read):
 
 class JudgeSettings(_Read):
     name: str | None = None
-    support_threshold: float | None = Field(None, ge=0, le=1)
+    support_threshold: float = Field(ge=0, le=1)
 
 
 class JudgeIdentity(_Read):
@@ -184,7 +308,8 @@ class JudgeIdentity(_Read):
 
 class JudgeSection(_Read):
     config: JudgeSettings
-    identity: JudgeIdentity | None = None
+    # absent until a cluster's actors report it; never null
+    identity: JudgeIdentity = Field(default_factory=JudgeIdentity)
     sha256: str | None = None
     verdict_logic: str | None = None
 
@@ -209,18 +334,23 @@ def _shape(path: Path, model: type[BaseModel], data: dict[str, Any], fix: str) -
     try:
         model.model_validate(data)
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors()[:3]:
-            where = ".".join(str(part) for part in error["loc"])
-            given = error.get("input")
-            if error["type"] == "missing":
-                problems.append(f'"{where}" is required, missing')
-            elif error["type"] in _KINDS:
-                problems.append(f'"{where}" {_KINDS[error["type"]]}, not {_type_name(given)}')
-            else:
-                problems.append(f'"{where}": {error["msg"]}')
-        more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
-        raise BadInput(f"{path}: {'; '.join(problems)}{more}; {fix}") from exc
+        raise BadInput(f"{path}: {_problems(exc)}; {fix}") from exc
+
+
+def _problems(exc: ValidationError) -> str:
+    """The first three problems, each naming its field as a dotted path and what it must be."""
+    problems = []
+    for error in exc.errors()[:3]:
+        where = ".".join(str(part) for part in error["loc"])
+        given = error.get("input")
+        if error["type"] == "missing":
+            problems.append(f'"{where}" is required, missing')
+        elif error["type"] in _KINDS:
+            problems.append(f'"{where}" {_KINDS[error["type"]]}, not {_type_name(given)}')
+        else:
+            problems.append(f'"{where}": {error["msg"]}')
+    more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
+    return "; ".join(problems) + more
 
 
 def _type_name(value: Any) -> str:

@@ -1,4 +1,4 @@
-"""Labelled answers to the same question as a claim memory (issue 30, way (b)), measured.
+"""Labelled answers to the same question as a claim memory (way (b)), measured.
 
     .venv/bin/python bench/examples.py RUN_DIR [--name N]
 
@@ -207,7 +207,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, steps: int = 50)
 
 
 class Combined:
-    """A learned combiner (issue 30 (b)): a logistic regression from a fact's features to
+    """A learned combiner (way (b)): a logistic regression from a fact's features to
     whether people marked it (claim labels from the answer's spans), fitted on four folds by
     question; each fact's p_supported becomes 1 - P(marked); the answer threshold is chosen on
     the same training folds. Figures on the fifth fold only."""
@@ -388,7 +388,7 @@ def main() -> None:
         args.name,
         "examples",
         figures,
-        note="issue 30 (b): labelled answers to the same question as a claim memory, 5-fold CV "
+        note="way (b): labelled answers to the same question as a claim memory, 5-fold CV "
         "by question, paired against the same claims without it",
         data=[DEV, SIBLINGS],
         dtype=(manifest.get("judge", {}).get("identity") or {}).get("dtype"),

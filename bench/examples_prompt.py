@@ -1,4 +1,4 @@
-"""Labelled answers to the same question in the verdict prompt (issue 30, way (a)), measured.
+"""Labelled answers to the same question in the verdict prompt (way (a)), measured.
 
     .venv/bin/python bench/examples_prompt.py RUN_DIR [--work DIR] [--name N] [--answers N]
         [--examples-from siblings-and-dev|siblings]
@@ -259,7 +259,7 @@ def main() -> None:
             args.name,
             "examples_prompt",
             figures,
-            note="issue 30 (a): labelled answers to the same question in the verdict prompt, "
+            note="way (a): labelled answers to the same question in the verdict prompt, "
             "5-fold CV by question, paired against the same claims and chunks without them",
             data=[DEV, SIBLINGS],
             dtype=(manifest.get("judge", {}).get("identity") or {}).get("dtype"),

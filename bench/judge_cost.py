@@ -13,7 +13,7 @@ emptied before each side:
     claims ours checked in that round.
 Computed tokens per claim = prompt tokens not served from the prefix cache + completion
 tokens; seconds per answer are wall seconds of the side over N. Prints each round and the
-median ratio ours/stock; `--name` writes bench/results/NAME.json. The target of issue 29:
+median ratio ours/stock; `--name` writes bench/results/NAME.json. The target:
 ours <= 0.5x stock in computed tokens per claim.
 """
 

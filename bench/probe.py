@@ -4,7 +4,7 @@
     .venv/bin/python bench/probe.py score --cache DIR [--checks RUN] [--seeds 5] [--save-scores F]
     .venv/bin/python bench/probe.py pair --scores F [--cache DIR]
 
-Design (b) of issue 21: one teacher-forced pass of the judge's weights per answer over its
+Design (b): one teacher-forced pass of the judge's weights per answer over its
 passages, question and answer (the judge's chat template, the answer as the assistant's turn),
 no claim list needed. `extract` keeps, for the answer's tokens, the hidden states of a few
 layers (float16, one .npz per answer, resumable: a cached answer is never recomputed) with a

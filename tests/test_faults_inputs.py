@@ -377,7 +377,7 @@ CASES = [
     Case("check manifest not an object", _damaged_run(lambda run: (run / "check.json").write_text("[1]"), ["check"]), 2, "check.json: corrupt check manifest (not a JSON object)"),
     Case("manifest truncated (report)", _damaged_run(lambda run: (run / "manifest.json").write_text((run / "manifest.json").read_text()[:30])), 2, "manifest.json: corrupt run manifest"),
     Case("pipeline config of an older auditor", _damaged_run(_stale_pipeline), 2, "manifest.json: retrieval.top_kk: unknown key; did you mean top_k? (this run was written by auditor 0.0.1"),
-    Case("record without its question (check)", _damaged_run(_record_without_question, ["check"]), 2, "records.jsonl:1: a record must be a JSON object with id, question, answer and retrieved"),
+    Case("record without its question (check)", _damaged_run(_record_without_question, ["check"]), 2, 'records.jsonl:1: "question" is required, missing'),
     Case("history: corrupt summary", _corrupt_history_summary, 2, "holds a corrupt summary"),
     Case("baseline: no such history", lambda tmp: ["baseline", "accept", str(_good_run(tmp)), "--history", str(tmp / "typo.sqlite")], 2, "typo.sqlite: no such audit history database"),
     # validated before any work
@@ -410,7 +410,7 @@ CASES = [
     Case("--set of an unknown key", lambda tmp: [*_pipeline('name = "ok"\n')(tmp), "--set", "retrieval.topk=3"], 2, "Error: --set retrieval.topk: unknown key; did you mean top_k?"),
     Case("pipeline: two problems", _pipeline("[retrieval]\ntop_k = 0\ntop_kk = 3\n"), 2, "p.toml: 2 problems: retrieval.top_k: Input should be greater than or equal to 1; retrieval.top_kk: unknown key"),
     Case("review: seed below 0", lambda tmp: ["review", str(_good_run(tmp)), "--sample", "3", "--seed", "-1"], 2, "Error: Invalid value for '--seed': -1 is not in the range x>=0."),
-    Case("record with its chunks as strings (check)", _damaged_run(_chunks_as_strings, ["check"]), 2, "records.jsonl:1: a record must be a JSON object with id, question, answer and retrieved"),
+    Case("record with its chunks as strings (check)", _damaged_run(_chunks_as_strings, ["check"]), 2, 'records.jsonl:1: "retrieved.0" must be an object, not str'),
     # run dirs of the right JSON and the wrong shape (auditor/run_shapes.py)
     Case("check row a list", _damaged_run(lambda run: _write_lines(run / "checks.jsonl", ["[1, 2]"])), 2, "checks.jsonl:1: a check row must be a JSON object, not list"),
     Case("check row without id", _damaged_run(_first_check(lambda row: row.pop("id"))), 2, 'checks.jsonl:1: a check row without "id"'),

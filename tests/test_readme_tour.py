@@ -1,4 +1,4 @@
-"""Every command of the README's tour runs (issue 38): the commands of `make demo`'s recipe,
+"""Every command of the README's tour runs: the commands of `make demo`'s recipe,
 then each shell block of README.md marked `<!-- tour -->`, in order, through the CLI against
 the demo's outputs, with fakes where an engine would start (embedder, generator, judge). A
 path or flag that drifts fails here, naming the README line."""

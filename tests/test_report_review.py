@@ -1,4 +1,4 @@
-"""The report's review section (issue 28): the answers `auditor review` drew, in the order drawn,
+"""The report's review section: the answers `auditor review` drew, in the order drawn,
 with their questions, sources, claims and verdicts; mark buttons; the run's fingerprint for
 the labels; injected markup shown as text; one line on how to draw a sample when none was."""
 

@@ -100,3 +100,19 @@ def test_a_damaged_summary_is_said_and_regenerated(
     assert done.exit_code == 0, done.output
     assert f"{run / 'summary.json'}: damaged" in done.stderr and "regenerated" in done.stderr
     assert json.loads((run / "summary.json").read_text())["metrics"] == good
+
+
+def test_a_damaged_review_sample_is_said_on_the_terminal_by_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The figures need no review.json, so `report` still writes the report, but the damage is
+    said on stderr, not only inside the HTML."""
+    run = _checked(tmp_path, monkeypatch, count=12)
+    assert CliRunner().invoke(cli, ["review", str(run), "--sample", "4"]).exit_code == 0
+    _edit_json(run / "review.json", seed="abc")
+    out = tmp_path / "r.html"
+    done = CliRunner().invoke(cli, ["report", str(run), "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    said = f'{run / "review.json"}: "seed" must be a whole number >= 0'
+    assert said in done.stderr and "the review of" in done.stderr
+    assert 'class="fail review-problem"' in out.read_text(encoding="utf-8")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import itertools
+import logging
 import re
 from collections.abc import Sequence
 from importlib.resources import files
@@ -34,6 +35,8 @@ from auditor.verify.base import Claim
 from auditor.verify.claims import flagged_at
 
 __all__ = ["refuse_shared_names", "render_report"]
+
+log = logging.getLogger(__name__)
 
 _VERDICT_RANK = {"contradicted": 3, "unsupported": 2, "unverifiable": 1, "supported": 0}
 
@@ -298,6 +301,7 @@ def _review_views(runs: Sequence[RunArtifacts]) -> dict[str, Any]:
             review = read_review(run.run_dir)
         except BadInput as exc:
             problems.append(f"{exc}; the review of {run.name} is not shown")
+            log.warning(problems[-1])  # on the terminal too, not only inside the HTML
             continue
         if review is None:
             unreviewed.append(run.name)

@@ -78,7 +78,8 @@ def test_check_refuses_a_run_whose_chunks_are_strings(
     before = _tree(tmp_path)
     result = CliRunner().invoke(cli, ["check", str(run)])
     assert result.exit_code == 2, result.output
-    assert result.stderr == f"Error: {records}:1: {SHAPE}\n"
+    said = '"retrieved.0" must be an object, not str; the file was edited by hand? re-run into a new --out'
+    assert result.stderr == f"Error: {records}:1: {said}\n"
     assert _tree(tmp_path) == before
     with pytest.raises(BadInput):
         items_from_run(run)
