@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from auditor.calibration import JudgeAccuracy, wilson_interval
 from auditor.config import (
@@ -42,6 +42,7 @@ from auditor.config import (
 )
 from auditor.errors import BadInput
 from auditor.jsonl import iter_objects, labelled_id
+from auditor.run_shapes import ArtifactPart
 from auditor.verify.base import Claim
 from auditor.verify.claims import flagged_at, ranking_score
 from auditor.verify.thresholds import auroc, balanced_accuracy, best_threshold, roc_points
@@ -550,13 +551,7 @@ _SHOWN = (
 )
 
 
-class _Read(BaseModel):
-    """A part of calibration.json the auditor reads; other keys are kept, not checked."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
-
-
-class _Fingerprint(_Read):
+class _Fingerprint(ArtifactPart):
     verdict_sha256: str
     model: str | None = None
     backend: str | None = None
@@ -564,17 +559,17 @@ class _Fingerprint(_Read):
     verdict_logic: str | None = None
 
 
-class _CalibratedJudge(_Read):
+class _CalibratedJudge(ArtifactPart):
     fingerprint: _Fingerprint
     verdict_settings: dict[str, Any] | None = None
 
 
-class _Labels(_Read):
+class _Labels(ArtifactPart):
     path: str
     sha256: str
 
 
-class _Level(_Read):
+class _Level(ArtifactPart):
     """The judge's agreement at one level: counts, and the figures shown from them."""
 
     true_positives: int = Field(ge=0)
@@ -587,7 +582,7 @@ class _Level(_Read):
     specificity_interval: list[float] | None = Field(None, min_length=2, max_length=2)
 
 
-class CalibrationFile(_Read):
+class CalibrationFile(ArtifactPart):
     """calibration.json as `load_calibration` reads it (schema version 2)."""
 
     schema_version: int

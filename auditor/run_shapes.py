@@ -11,7 +11,7 @@ checked answer among the records, and the manifests' sections of the kinds the c
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -19,6 +19,7 @@ from auditor.errors import BadInput
 from auditor.verify.base import ClaimKind, ClaimOrigin, Verdict
 
 __all__ = [
+    "ArtifactPart",
     "check_manifests",
     "check_row",
     "check_run_rows",
@@ -31,14 +32,14 @@ VERDICTS = set(get_args(Verdict))
 FIX = "the file was edited by hand? re-run into a new --out"
 
 
-class _Read(BaseModel):
+class ArtifactPart(BaseModel):
     """A part of a run-dir JSON file that the figures or the report read: each field of the
     kind the code uses (None where a run has none), any other key kept unchecked."""
 
     model_config = ConfigDict(extra="allow", strict=True)
 
 
-class RetrievedChunk(_Read):
+class RetrievedChunk(ArtifactPart):
     chunk_id: str
     text: str
     document: str | None = None
@@ -46,7 +47,7 @@ class RetrievedChunk(_Read):
     score: float | None = None
 
 
-class Record(_Read):
+class Record(ArtifactPart):
     """A records.jsonl row: one question's answer and how it was served."""
 
     id: str | int
@@ -77,7 +78,7 @@ class Record(_Read):
         return self
 
 
-class CheckClaim(_Read):
+class CheckClaim(ArtifactPart):
     """A claim as `auditor.verify.base.Claim.to_json` writes it."""
 
     text: str
@@ -97,24 +98,36 @@ class CheckClaim(_Read):
     memory: dict[str, Any] | None = None
 
 
-class ClaimCounts(_Read):
+class ClaimCounts(ArtifactPart):
     supported: int = Field(ge=0)
     unsupported: int = Field(ge=0)
     contradicted: int = Field(ge=0)
     unverifiable: int = Field(ge=0)
 
 
-class ContextVerdict(_Read):
+class ContextVerdict(ArtifactPart):
     chunk_id: str
     useful: bool | None = None
     reason: str | None = None
 
 
-class CheckRow(_Read):
+# how an answer was handled (auditor.verify.claims.answer_outcome, verify.record, verify.pipeline)
+Outcome = Literal[
+    "checked",
+    "refusal",
+    "no_context",
+    "truncated",
+    "empty_answer",
+    "generation_error",
+    "judge_failed",
+]
+
+
+class CheckRow(ArtifactPart):
     """A checks.jsonl row: one answer's claims, verdicts and metrics."""
 
     id: str | int
-    outcome: str
+    outcome: Outcome
     claims: list[CheckClaim]
     claim_counts: ClaimCounts
     hallucinated: bool | None = None
@@ -160,7 +173,8 @@ def check_row(where: str, row: Any) -> None:
     for number, claim in enumerate(claims):
         if not isinstance(claim, dict) or not isinstance(claim.get("text"), str):
             raise BadInput(f'{where}: claim {number} must be an object with "text"; {FIX}')
-        if claim.get("verdict") not in VERDICTS:
+        verdict = claim.get("verdict")
+        if not isinstance(verdict, str) or verdict not in VERDICTS:
             raise BadInput(
                 f"{where}: claim {number} has verdict {claim.get('verdict')!r}, not one of "
                 f"{', '.join(sorted(VERDICTS))}; {FIX}"
@@ -207,19 +221,19 @@ def check_run_rows(
         )
 
 
-class PipelineSection(_Read):
+class PipelineSection(ArtifactPart):
     name: str
     sha256: str | None = None
     config: dict[str, Any] | None = None
 
 
-class QuestionsSection(_Read):
+class QuestionsSection(ArtifactPart):
     path: str | None = None
     sha256: str | None = None
     count: int | None = None
 
 
-class IndexSection(_Read):
+class IndexSection(ArtifactPart):
     path: str | None = None
     manifest_sha256: str | None = None
     generation: str | None = None
@@ -228,7 +242,7 @@ class IndexSection(_Read):
     chunks: int | None = None
 
 
-class Session(_Read):
+class Session(ArtifactPart):
     generation_s: float = Field(ge=0)  # a session is written once it has generated
     started_at: str | None = None
     finished_at: str | None = None
@@ -237,19 +251,19 @@ class Session(_Read):
     interrupted: bool | None = None
 
 
-class ModelSection(_Read):
+class ModelSection(ArtifactPart):
     name: str | None = None
     backend: str | None = None
     weights_sha256: str | None = None
 
 
-class HostSection(_Read):
+class HostSection(ArtifactPart):
     hostname: str | None = None
     cpu: str | None = None
     cpu_count: int | None = None
 
 
-class LoadRegime(_Read):
+class LoadRegime(ArtifactPart):
     mode: str | None = None
     concurrency: int | None = None
     request_rate: float | None = None
@@ -257,7 +271,7 @@ class LoadRegime(_Read):
     engines: int | None = None
 
 
-class Totals(_Read):
+class Totals(ArtifactPart):
     requests: int | None = None
     completed: int | None = None
     errors: int | None = None
@@ -266,13 +280,13 @@ class Totals(_Read):
     tokens_per_s: float | None = None
 
 
-class SourceSection(_Read):
+class SourceSection(ArtifactPart):
     path: str | None = None
     sha256: str | None = None
     count: int | None = None
 
 
-class RunManifest(_Read):
+class RunManifest(ArtifactPart):
     """manifest.json: a run of a pipeline (`auditor run`, `audit`) or of imported answers
     (`check --answers`, kind "answers")."""
 
@@ -294,19 +308,19 @@ class RunManifest(_Read):
     source: SourceSection | None = None
 
 
-class JudgeSettings(_Read):
+class JudgeSettings(ArtifactPart):
     name: str | None = None
     support_threshold: float = Field(ge=0, le=1)
 
 
-class JudgeIdentity(_Read):
+class JudgeIdentity(ArtifactPart):
     name: str | None = None
     weights_sha256: str | None = None
     backend: str | None = None
     dtype: str | None = None
 
 
-class JudgeSection(_Read):
+class JudgeSection(ArtifactPart):
     config: JudgeSettings
     # absent until a cluster's actors report it; never null
     identity: JudgeIdentity = Field(default_factory=JudgeIdentity)
@@ -314,7 +328,7 @@ class JudgeSection(_Read):
     verdict_logic: str | None = None
 
 
-class CheckManifest(_Read):
+class CheckManifest(ArtifactPart):
     """check.json: the judge that wrote checks.jsonl."""
 
     schema_version: int | None = None
@@ -348,7 +362,8 @@ def _problems(exc: ValidationError) -> str:
         elif error["type"] in _KINDS:
             problems.append(f'"{where}" {_KINDS[error["type"]]}, not {_type_name(given)}')
         else:
-            problems.append(f'"{where}": {error["msg"]}')
+            said = str(error["msg"]).removeprefix("Value error, ")  # our validators' own words
+            problems.append(f'"{where}": {said}' if where else said)
     more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
     return "; ".join(problems) + more
 

@@ -279,12 +279,14 @@ def _write_lines(path: Path, lines: list[str]) -> None:
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
 
-def _first_check(change: Callable[[dict], object]) -> Callable[[Path], None]:
+def _first_row(name: str, change: Callable[[dict], object]) -> Callable[[Path], None]:
+    """Damage: the first row of a run dir's JSONL file, changed in place."""
+
     def damage(run: Path) -> None:
-        lines = _jsonl_lines(run / "checks.jsonl")
+        lines = _jsonl_lines(run / name)
         row = json.loads(lines[0])
         change(row)
-        _write_lines(run / "checks.jsonl", [json.dumps(row), *lines[1:]])
+        _write_lines(run / name, [json.dumps(row), *lines[1:]])
 
     return damage
 
@@ -413,14 +415,21 @@ CASES = [
     Case("record with its chunks as strings (check)", _damaged_run(_chunks_as_strings, ["check"]), 2, 'records.jsonl:1: "retrieved.0" must be an object, not str'),
     # run dirs of the right JSON and the wrong shape (auditor/run_shapes.py)
     Case("check row a list", _damaged_run(lambda run: _write_lines(run / "checks.jsonl", ["[1, 2]"])), 2, "checks.jsonl:1: a check row must be a JSON object, not list"),
-    Case("check row without id", _damaged_run(_first_check(lambda row: row.pop("id"))), 2, 'checks.jsonl:1: a check row without "id"'),
-    Case("check row: claims null", _damaged_run(_first_check(lambda row: row.update(claims=None))), 2, 'checks.jsonl:1: "claims" must be a list'),
-    Case("check row: a verdict nobody knows", _damaged_run(_first_check(lambda row: row["claims"][0].update(verdict="maybe"))), 2, "checks.jsonl:1: claim 0 has verdict 'maybe'"),
+    Case("check row without id", _damaged_run(_first_row("checks.jsonl", lambda row: row.pop("id"))), 2, 'checks.jsonl:1: a check row without "id"'),
+    Case("check row: claims null", _damaged_run(_first_row("checks.jsonl", lambda row: row.update(claims=None))), 2, 'checks.jsonl:1: "claims" must be a list'),
+    Case("check row: a verdict nobody knows", _damaged_run(_first_row("checks.jsonl", lambda row: row["claims"][0].update(verdict="maybe"))), 2, "checks.jsonl:1: claim 0 has verdict 'maybe'"),
     Case("record a string", _damaged_run(lambda run: _write_lines(run / "records.jsonl", ['"hello"', *_jsonl_lines(run / "records.jsonl")])), 2, "records.jsonl:1: a record must be a JSON object, not str"),
     Case("records empty, checks not", _damaged_run(lambda run: _write_lines(run / "records.jsonl", [])), 2, "checks.jsonl: 1 checked answer(s) not in records.jsonl"),
     Case("a check row twice", _damaged_run(lambda run: _write_lines(run / "checks.jsonl", _jsonl_lines(run / "checks.jsonl") * 2)), 2, "checks.jsonl: answer 'a1' is in it twice"),
     Case("check.json: judge null", _damaged_run(_set_key("check.json", judge=None)), 2, 'check.json: "judge" must be an object'),
     Case("manifest: sessions a string", _damaged_run(_set_key("manifest.json", sessions="x")), 2, 'manifest.json: "sessions" must be a list, not str'),
+    Case("manifest: host a string", _damaged_run(_set_key("manifest.json", host="x")), 2, 'manifest.json: "host" must be an object, not str'),
+    Case("check.json: threshold null", _damaged_run(lambda run: _edit_json(run / "check.json", lambda data: data["judge"]["config"].update(support_threshold=None))), 2, 'check.json: "judge.config.support_threshold" must be a number, not null'),
+    Case("record: latency a string", _damaged_run(_first_row("records.jsonl", lambda row: row.update(e2e_s="fast"))), 2, 'records.jsonl:1: "e2e_s" must be a number, not str'),
+    Case("record: no answer and no error", _damaged_run(_first_row("records.jsonl", lambda row: row.pop("answer"))), 2, 'records.jsonl:1: "answer" is missing and no "error" says why'),
+    Case("check row: an outcome nobody knows", _damaged_run(_first_row("checks.jsonl", lambda row: row.update(outcome="fine"))), 2, "checks.jsonl:1: \"outcome\": Input should be 'checked'"),
+    Case("check row: a claim's span one number", _damaged_run(_first_row("checks.jsonl", lambda row: row["claims"][0].update(span=[3]))), 2, 'checks.jsonl:1: "claims.0.span": List should have at least 2 items'),
+    Case("check row: verdict counts missing", _damaged_run(_first_row("checks.jsonl", lambda row: row.pop("claim_counts"))), 2, 'checks.jsonl:1: "claim_counts" is required, missing'),
     # calibrations (auditor.calibrate.CalibrationFile)
     Case("calibration: threshold a string", _calibration(lambda cal: cal.update(threshold="0.3")), 2, "calibration.json: threshold: Input should be a valid number"),
     Case("calibration: answer level missing", _calibration(lambda cal: cal.pop("answer_level")), 2, "calibration.json: answer_level: Field required"),
