@@ -57,7 +57,7 @@ class Record(ArtifactPart):
     error: str | None = None
     retrieval: str | None = None
     contexts_returned: bool | None = None
-    retrieved: list[RetrievedChunk] | None = None
+    retrieved: list[RetrievedChunk]
     prompt_tokens: int | None = None
     output_tokens: int | None = None
     finish_reason: str | None = None
@@ -111,6 +111,13 @@ class ContextVerdict(ArtifactPart):
     reason: str | None = None
 
 
+class ListingError(ArtifactPart):
+    """A listed claim the answer does not make, dropped (verify.listing)."""
+
+    text: str
+    checked_instead: str | None = None
+
+
 # how an answer was handled (auditor.verify.claims.answer_outcome, verify.record, verify.pipeline)
 Outcome = Literal[
     "checked",
@@ -143,7 +150,7 @@ class CheckRow(ArtifactPart):
     judge: dict[str, Any] | None = None
     judge_failures: list[Any] = Field(default_factory=list)
     listed_claims: int | None = None
-    listing_errors: list[Any] = Field(default_factory=list)
+    listing_errors: list[ListingError] = Field(default_factory=list)
     sources: str | None = None
 
 

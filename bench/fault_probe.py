@@ -89,12 +89,14 @@ def _tree(root: Path) -> dict[str, bytes]:
 def _base(work: Path) -> Path:
     """An audited run of one pipeline on the fake components, with a review sample."""
     import auditor.ingest.embed
+    import auditor.verify.judges
     from auditor.config import IngestConfig
     from auditor.ingest.build import ingest_corpus
-    from auditor.testing import FakeEmbedder
+    from auditor.testing import FakeEmbedder, FakeJudge
     from tests.test_audit import DOCS, QUESTIONS, SLOPPY, _audit
 
     auditor.ingest.embed.load_embedder = lambda config: FakeEmbedder()  # no engine, no model
+    auditor.verify.judges.make_judge = lambda config: FakeJudge()
     corpus = work / "corpus"
     corpus.mkdir(parents=True)
     for number, text in enumerate(DOCS):
