@@ -30,7 +30,9 @@ def main() -> int:
         env = os.environ | {"AUDITOR_FAULT_TABLE": str(out)}
         test = "tests/test_faults_inputs.py::test_bad_input_is_one_line_with_exit_code_and_no_traceback"
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test], cwd=REPO, env=env
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test],
+            cwd=REPO,
+            env=env,
         )
         if done.returncode != 0:
             print("the fault suite failed: the table is left as it was", file=sys.stderr)
@@ -41,7 +43,8 @@ def main() -> int:
 
     by_case = {row["case"]: row for row in rows}
     table = "".join(
-        f"| {c.name} | `{by_case[c.name]['message']}` | {by_case[c.name]['exit']} |\n" for c in CASES
+        f"| {c.name} | `{by_case[c.name]['message']}` | {by_case[c.name]['exit']} |\n"
+        for c in CASES
     )
     text = DOC.read_text(encoding="utf-8")
     start = text.index(HEADER) + len(HEADER)
