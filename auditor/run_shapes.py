@@ -1,11 +1,13 @@
-"""The shapes of a run dir's artifacts, checked as they are read (`auditor.results.load_run`).
+"""The shapes of a run dir's artifacts, checked as they are read (`auditor.store` readers and
+`auditor.results.load_run`).
 
 A run dir is written by the auditor, but a hand edit, a copy cut short or another tool can
 leave rows that are valid JSON of the wrong shape. Every figure is computed from these rows,
 so such a row is a one-line refusal naming the file, the line and the field, never a
-traceback and never a silently wrong figure: records and checks are objects with an id, a
-check's claims a list of claims each with a verdict, each answer once in each file, every
-checked answer among the records, and the manifests' sections of the kinds the code reads.
+traceback and never a silently wrong figure. Each file's shape is a pydantic model of the
+fields the figures and the report read (strict kinds, other keys kept): `Record`, `CheckRow`
+(with `CheckClaim`), `RunManifest`, `CheckManifest`; across files, each answer once and every
+checked answer among the records. `bench/fault_probe.py` damages every field to test it.
 """
 
 from __future__ import annotations

@@ -117,7 +117,8 @@ def _outcome(command: list[str], run: Path, good: str | None) -> tuple[str, str]
     errors = [line for line in done.stderr.splitlines() if line.startswith("Error: ")]
     if done.exit_code == 2 and len(errors) == 1 and "Traceback" not in done.output:
         changed = _tree(run) != before
-        return ("crash", "a refusal that changed files") if changed else ("refused", errors[0])
+        said = errors[0].replace(f"{run.parent}/", "")  # paths relative to the probe's folder
+        return ("crash", "a refusal that changed files") if changed else ("refused", said)
     if done.exit_code == 0:
         if good is None or _figures(run) == good:
             return "same", ""
