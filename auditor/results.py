@@ -21,7 +21,7 @@ from auditor.files import utc_now
 from auditor.goodput import summarize
 from auditor.review import ReviewLabel, read_review
 from auditor.reviewed import review_summary
-from auditor.run_shapes import check_manifests, check_run_rows, normal_check, normal_record
+from auditor.run_shapes import check_manifests, check_run_rows
 from auditor.store import (
     MANIFEST,
     read_check_manifest,
@@ -101,15 +101,13 @@ def load_run(run_dir: Path) -> RunArtifacts:
             "give a dir written by `auditor run`, `auditor audit` or `auditor check --answers`"
         )
     torn: list[str] = []
-    records = read_records(run_dir, torn=torn.append)
-    checks = read_checks(run_dir, torn=torn.append)
+    # every field the report reads present (None, or its default, where a writer left it out)
+    records = read_records(run_dir, torn=torn.append, filled=True)
+    checks = read_checks(run_dir, torn=torn.append, filled=True)
     check_manifest = read_check_manifest(run_dir)
     # shapes and consistency before any figure is computed or file written (run_shapes)
     check_run_rows(run_dir, records, checks)
     manifest = check_manifests(run_dir, manifest, check_manifest)
-    # every field the report reads present (None, or its default, where a writer left it out)
-    records = [normal_record(row) for row in records]
-    checks = [normal_check(row) for row in checks]
     damaged = [torn_note(where) for where in torn]
     for note in damaged:
         log.warning(note)  # on the terminal; the report shows it beside the run as well

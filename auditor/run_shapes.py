@@ -25,8 +25,6 @@ __all__ = [
     "check_manifests",
     "check_row",
     "check_run_rows",
-    "normal_check",
-    "normal_record",
     "record_row",
 ]
 
@@ -165,16 +163,17 @@ def _id(where: str, row: Any, what: str) -> None:
         raise BadInput(f'{where}: a {what} without "id" (a string or an integer); {FIX}')
 
 
-def record_row(where: str, row: Any) -> None:
+def record_row(where: str, row: Any, filled: bool = False) -> dict[str, Any]:
     """A records.jsonl row: an object with an id, each field the figures and the report read
-    of its kind (`Record`)."""
+    of its kind (`Record`); returned as read, or `filled` with every such field (None, or its
+    default, where an older or another writer left it out)."""
     _id(where, row, "record")
-    _fields(where, Record, row)
+    return _fields(where, Record, row, filled)
 
 
-def check_row(where: str, row: Any) -> None:
+def check_row(where: str, row: Any, filled: bool = False) -> dict[str, Any]:
     """A checks.jsonl row: an object with an id and a list of claims, each an object with a
-    known verdict and its text."""
+    known verdict and its text, every field of its kind (`CheckRow`); see `record_row`."""
     _id(where, row, "check row")
     claims = row.get("claims")
     if not isinstance(claims, list):
@@ -188,25 +187,17 @@ def check_row(where: str, row: Any) -> None:
                 f"{where}: claim {number} has verdict {claim.get('verdict')!r}, not one of "
                 f"{', '.join(sorted(VERDICTS))}; {FIX}"
             )
-    _fields(where, CheckRow, row)
+    return _fields(where, CheckRow, row, filled)
 
 
-def normal_record(row: dict[str, Any]) -> dict[str, Any]:
-    """A checked records.jsonl row with every field the report reads present (None, or the
-    default, where an older or another writer left it out)."""
-    return Record.model_validate(row).model_dump()
-
-
-def normal_check(row: dict[str, Any]) -> dict[str, Any]:
-    """A checked checks.jsonl row, its fields and its claims' present (see `normal_record`)."""
-    return CheckRow.model_validate(row).model_dump()
-
-
-def _fields(where: str, model: type[BaseModel], row: dict[str, Any]) -> None:
+def _fields(
+    where: str, model: type[BaseModel], row: dict[str, Any], filled: bool
+) -> dict[str, Any]:
     try:
-        model.model_validate(row)
+        checked = model.model_validate(row)
     except ValidationError as exc:
         raise BadInput(f"{where}: {_problems(exc)}; {FIX}") from exc
+    return checked.model_dump() if filled else row
 
 
 def check_run_rows(

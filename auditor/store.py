@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -99,19 +100,23 @@ def torn_note(where: str) -> str:
 
 
 def read_records(
-    run_dir: Path, repair: bool = False, torn: TornLine | None = None
+    run_dir: Path, repair: bool = False, torn: TornLine | None = None, filled: bool = False
 ) -> list[dict[str, Any]]:
-    """Every complete record of a run dir, each of the shape the figures read
-    (`run_shapes.record_row`; see `read_jsonl` for `repair` and `torn`)."""
-    return read_jsonl(run_dir / RECORDS, repair=repair, check=record_row, torn=torn)
+    """Every complete record of a run dir, each of the shape the figures read, as written or
+    `filled` (`run_shapes.record_row`; see `read_jsonl` for `repair` and `torn`)."""
+    return read_jsonl(
+        run_dir / RECORDS, repair=repair, check=partial(record_row, filled=filled), torn=torn
+    )
 
 
 def read_checks(
-    run_dir: Path, repair: bool = False, torn: TornLine | None = None
+    run_dir: Path, repair: bool = False, torn: TornLine | None = None, filled: bool = False
 ) -> list[dict[str, Any]]:
     """Every complete row of a run dir's checks.jsonl, each of the shape the figures read
-    (`run_shapes.check_row`); none before any check."""
-    return read_jsonl(run_dir / CHECKS, repair=repair, check=check_row, torn=torn)
+    (`run_shapes.check_row`, see `read_records`); none before any check."""
+    return read_jsonl(
+        run_dir / CHECKS, repair=repair, check=partial(check_row, filled=filled), torn=torn
+    )
 
 
 class _NotANumber(Exception):
@@ -122,7 +127,7 @@ def _refuse_constant(name: str) -> Any:
     raise _NotANumber(name)
 
 
-RowCheck = Callable[[str, Any], None]
+RowCheck = Callable[[str, Any], dict[str, Any]]  # the row to keep, or BadInput
 TornLine = Callable[[str], None]  # told `file:line` of a torn last line it leaves out
 
 
@@ -135,7 +140,7 @@ def read_jsonl(
     """Every complete line of an append-only JSONL artifact; with `repair`, a torn last line
     (a crash mid-write) is cut off so that appending resumes cleanly; without, `torn` is told
     its `file:line` (a reader that leaves it out says so). `check(where, row)`, where given,
-    sees each row with its `file:line` and raises BadInput on a bad shape."""
+    sees each row with its `file:line`, raises BadInput on a bad shape and returns the row kept."""
     if not path.exists():
         return []
     records: list[dict[str, Any]] = []
@@ -166,7 +171,7 @@ def read_jsonl(
                 torn(f"{path}:{number}")
             break
         if check is not None:
-            check(f"{path}:{number}", row)
+            row = check(f"{path}:{number}", row)
         records.append(row)
         good_end += len(line) + 1
     return records
