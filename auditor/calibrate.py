@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from auditor.calibration import JudgeAccuracy, wilson_interval
+from auditor.claim_rows import Claim, flagged_at, ranking_score
 from auditor.config import (
     EXAMPLE_SETTINGS,
     JudgeConfig,
@@ -43,8 +44,6 @@ from auditor.config import (
 from auditor.errors import BadInput
 from auditor.jsonl import iter_objects, labelled_id
 from auditor.run_shapes import ArtifactPart
-from auditor.verify.base import Claim
-from auditor.verify.claims import flagged_at, ranking_score
 from auditor.verify.thresholds import auroc, balanced_accuracy, best_threshold, roc_points
 
 __all__ = [

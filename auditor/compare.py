@@ -16,11 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from auditor.claim_rows import Claim, flagged_at
 from auditor.goodput import RequestRow, request_rows, sample_figures
 from auditor.results import RunArtifacts, pipeline_settings
 from auditor.reviewed import reviewed_difference
-from auditor.verify.base import Claim
-from auditor.verify.claims import flagged_at
 
 __all__ = ["PairedDifference", "compare_pair", "compare_reviewed", "headline", "reviewed_headline"]
 

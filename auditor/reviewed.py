@@ -26,8 +26,7 @@ from typing import Any
 import numpy as np
 
 from auditor.calibration import wilson_interval
-from auditor.verify.base import Claim
-from auditor.verify.claims import flagged_at
+from auditor.claim_rows import Claim, flagged_at
 
 __all__ = [
     "FINITE_SHARE",

@@ -17,8 +17,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from auditor.claim_rows import ClaimKind, ClaimOrigin, Verdict
 from auditor.errors import BadInput
-from auditor.verify.base import ClaimKind, ClaimOrigin, Verdict
 
 __all__ = [
     "ArtifactPart",
@@ -79,7 +79,7 @@ class Record(ArtifactPart):
 
 
 class CheckClaim(ArtifactPart):
-    """A claim as `auditor.verify.base.Claim.to_json` writes it."""
+    """A claim as `auditor.claim_rows.Claim.to_json` writes it."""
 
     text: str
     verdict: Verdict

@@ -42,12 +42,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.py` finds bench.*
 
+from auditor.claim_rows import Claim, flagged_at, ranking_score
 from auditor.config import EmbedderConfig, load_judge, parse_set_option
 from auditor.ingest.embed import load_embedder
 from auditor.store import read_jsonl
-from auditor.verify.base import CallKey, Claim
+from auditor.verify.base import CallKey
 from auditor.verify.check import check_items, import_answers
-from auditor.verify.claims import flagged_at, ranking_score
 from auditor.verify.judges import make_judge
 from auditor.verify.thresholds import agreement, auroc, best_threshold, roc_points
 

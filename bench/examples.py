@@ -30,11 +30,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.py` finds bench.*
 
+from auditor.claim_rows import Claim, flagged_at, ranking_score
 from auditor.config import EmbedderConfig
 from auditor.ingest.embed import load_embedder
 from auditor.store import read_jsonl
-from auditor.verify.base import Claim
-from auditor.verify.claims import flagged_at, ranking_score
 from auditor.verify.examples import (
     NO_RECALL,
     Example,

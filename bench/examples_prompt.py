@@ -30,11 +30,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.py` finds bench.*
 
+from auditor.claim_rows import Claim
 from auditor.config import EmbedderConfig, load_judge
 from auditor.ingest.embed import load_embedder
 from auditor.store import read_jsonl
 from auditor.verify.answers import AnswerItem, items_from_run
-from auditor.verify.base import CallKey, Claim, JudgeCall
+from auditor.verify.base import CallKey, JudgeCall
 from auditor.verify.entailment import (
     ChunkJudgement,
     claim_decision,

@@ -27,8 +27,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.py` finds bench.*
 
+from auditor.claim_rows import flagged_at, ranking_score
 from auditor.store import read_jsonl
-from auditor.verify.claims import flagged_at, ranking_score
 from auditor.verify.thresholds import auroc, balanced_accuracy, best_threshold
 from bench.agreement import DEV, FOLDS, _claims, fold_of
 from bench.harness import write_result

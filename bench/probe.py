@@ -37,9 +37,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.py` finds bench.*
 
+from auditor.claim_rows import Claim, ranking_score
 from auditor.store import read_jsonl
-from auditor.verify.base import Claim
-from auditor.verify.claims import ranking_score, sentence_spans
+from auditor.verify.claims import sentence_spans
 from auditor.verify.thresholds import auroc, balanced_accuracy, best_threshold
 from bench.agreement import DEV
 

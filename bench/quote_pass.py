@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from auditor.claim_rows import Claim
 from auditor.config import EmbedderConfig, load_judge, parse_set_option
 from auditor.ingest.embed import load_embedder
 from auditor.store import read_jsonl
 from auditor.verify.answers import items_from_run
-from auditor.verify.base import Claim
 from auditor.verify.entailment import label_probabilities
 from auditor.verify.judges import make_judge
 from auditor.verify.quotes import quote_call

@@ -44,11 +44,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.py` finds bench.*
 
 from auditor.calibration import JudgeAccuracy, corrected_rate_interval
+from auditor.claim_rows import Claim, flagged_at, ranking_score
 from auditor.review import run_fingerprint
 from auditor.reviewed import labels_only_interval, reviewed_rate
 from auditor.store import read_check_manifest, read_jsonl
-from auditor.verify.base import Claim
-from auditor.verify.claims import flagged_at, ranking_score
 from bench.agreement import DEV
 from bench.harness import write_result
 

@@ -21,6 +21,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from auditor import __version__
+from auditor.claim_rows import Claim, flagged_at
 from auditor.compare import compare_pair, compare_reviewed, headline, reviewed_headline
 from auditor.errors import BadInput
 from auditor.files import utc_now
@@ -31,8 +32,6 @@ from auditor.history import KEY_METRICS, AuditRow, Regression, regressions
 from auditor.report import charts
 from auditor.results import RunArtifacts
 from auditor.review import read_review, run_fingerprint
-from auditor.verify.base import Claim
-from auditor.verify.claims import flagged_at
 
 __all__ = ["refuse_shared_names", "render_report"]
 

@@ -1,28 +1,20 @@
-"""Claim verification types: judge calls, claims, verdicts (nothing heavy imported)."""
+"""The judge's protocol and its calls: what a verdict costs and how it is asked (nothing heavy
+imported). What a claim row holds is `auditor.claim_rows`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Literal, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 __all__ = [
-    "VERDICTS",
     "CallKey",
-    "Claim",
     "Judge",
     "JudgeCall",
     "JudgeReply",
     "JudgeUsage",
     "Reference",
-    "Verdict",
 ]
-
-Verdict = Literal["supported", "unsupported", "contradicted", "unverifiable"]
-VERDICTS: tuple[Verdict, ...] = ("supported", "unsupported", "contradicted", "unverifiable")
-# "abstention": the answer says the sources lack something (true unless the sources state it)
-ClaimKind = Literal["fact", "abstention"]
-ClaimOrigin = Literal["judge", "sentence"]
 
 
 @dataclass(frozen=True, order=True)
@@ -109,49 +101,6 @@ class JudgeUsage:
         counts["prompt_tokens"] += reply.prompt_tokens
         counts["cached_tokens"] += reply.cached_tokens
         counts["completion_tokens"] += reply.completion_tokens
-
-
-@dataclass
-class Claim:
-    """A statement made by an answer, where it sits, and what the sources say about it."""
-
-    text: str
-    span: tuple[int, int] | None  # character offsets in the answer (best-matching sentence)
-    verdict: Verdict = "unverifiable"
-    kind: ClaimKind = "fact"
-    # "judge": listed by the judge; "sentence": a sentence of the answer no listed claim carries
-    origin: ClaimOrigin = "judge"
-    # the judge's probability that the sources state the claim (None: no log-probabilities)
-    p_supported: float | None = None
-    reason: str = ""
-    evidence: str = ""  # the sentence of the deciding chunk closest to the claim
-    supporting_chunks: list[str] = field(default_factory=list)
-    contradicting_chunks: list[str] = field(default_factory=list)
-    checked_chunks: list[str] = field(default_factory=list)
-    # where each checked chunk came from: "returned" (by the pipeline) or "kb" (retrieved by
-    # the auditor from the trusted knowledge base for this claim)
-    chunk_sources: dict[str, str] = field(default_factory=dict)
-    # per checked chunk: the judge's label probabilities, the label it wrote, vetoed figures
-    judgements: list[dict[str, Any]] = field(default_factory=list)
-    # the focused second question (judge quote_check): the quote and the judge's word on it
-    quote: dict[str, Any] | None = None
-    # what labelled examples of the question said of sentences like it (judge `examples`):
-    # the closest accepted and marked sentence, and the judge's own p_supported before them
-    memory: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["span"] = list(self.span) if self.span else None
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Claim:
-        """A claim as checks.jsonl holds it, back as a Claim (fields it does not know ignored)."""
-        names = {f.name for f in fields(cls)}
-        claim = cls(**{k: v for k, v in data.items() if k in names and k != "span"}, span=None)
-        span = data.get("span")
-        claim.span = (int(span[0]), int(span[1])) if span else None
-        return claim
 
 
 @dataclass(frozen=True)

@@ -1,22 +1,18 @@
-"""Pure claim logic: outcomes of odd answers, span alignment, verdict aggregation, scores."""
+"""Pure claim logic: outcomes of odd answers, sentences and span alignment (the rules a claim row
+is judged by live in `auditor.claim_rows`)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
-from auditor.verify.base import Claim
 from auditor.verify.kinds import is_abstention
 
 __all__ = [
     "align_span",
     "answer_outcome",
-    "faithfulness",
-    "flagged_at",
     "is_refusal",
-    "ranking_score",
     "sentence_spans",
-    "support_score",
 ]
 
 # a stop followed at once by a character that is not a space or a closing mark ("4.3",
@@ -95,55 +91,3 @@ def align_span(claim: str, answer: str) -> tuple[int, int] | None:
         if score > best_score:
             best, best_score = (start, end), score
     return best if best_score >= 0.3 else None
-
-
-def support_score(claims: Sequence[Claim]) -> float | None:
-    """The answer's score: its least supported claim's p_supported (an answer is only as
-    faithful as its worst claim). None without judged claims or without probabilities.
-    Evidence: RAGTruth AUROC 0.809 for the minimum vs 0.738-0.808 for the mean, the two lowest,
-    the geometric mean and a length-adjusted minimum (README Evidence, 2026-12-04)."""
-    judged = [c.p_supported for c in claims if c.verdict != "unverifiable"]
-    if not judged or any(p is None for p in judged):
-        return None
-    return min(p for p in judged if p is not None)
-
-
-def flagged_at(claims: Sequence[Claim], threshold: float) -> bool:
-    """Whether the answer is flagged at this support threshold (the check's own rule).
-
-    A fact counts against the answer when its p_supported is below the threshold (without a
-    probability: when its verdict is not supported); an abstention when a chunk gives what it
-    says is missing. Unverifiable claims count neither way.
-    """
-    for claim in claims:
-        if claim.verdict == "unverifiable":
-            continue
-        if claim.kind == "abstention":
-            if claim.verdict == "contradicted":
-                return True
-        elif claim.p_supported is None:
-            if claim.verdict != "supported":
-                return True
-        elif claim.p_supported < threshold:
-            return True
-    return False
-
-
-def ranking_score(claims: Sequence[Claim]) -> float:
-    """A score for every answer (lower: more likely hallucinated), for ROC curves:
-    support_score, with a claim lacking a probability counted by its verdict (1 or 0) and an
-    answer with no judged claim counted as fully supported."""
-    values = [
-        c.p_supported if c.p_supported is not None else (1.0 if c.verdict == "supported" else 0.0)
-        for c in claims
-        if c.verdict != "unverifiable"
-    ]
-    return min(values, default=1.0)
-
-
-def faithfulness(claims: Sequence[Claim]) -> float | None:
-    """Supported claims / judged claims (unverifiable ones are not judged); None with none."""
-    judged = [c for c in claims if c.verdict != "unverifiable"]
-    if not judged:
-        return None
-    return sum(c.verdict == "supported" for c in judged) / len(judged)

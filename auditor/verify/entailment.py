@@ -22,7 +22,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from auditor.verify.base import ClaimKind, Verdict
+from auditor.claim_rows import ClaimKind, Verdict
 
 __all__ = [
     "ChunkJudgement",

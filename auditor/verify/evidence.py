@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from auditor.claim_rows import Claim
 from auditor.config import JudgeConfig
 from auditor.verify.answers import AnswerItem
-from auditor.verify.base import CallKey, Claim, JudgeCall
+from auditor.verify.base import CallKey, JudgeCall
 from auditor.verify.claims import sentence_spans
 from auditor.verify.entailment import entailment_prompt
 from auditor.verify.figures import missing_figures

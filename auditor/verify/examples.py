@@ -26,10 +26,11 @@ from typing import Any
 
 import numpy as np
 
+from auditor.claim_rows import Claim
 from auditor.errors import BadInput
 from auditor.jsonl import iter_objects, labelled_id
 from auditor.verify.answers import AnswerItem
-from auditor.verify.base import Claim, Reference
+from auditor.verify.base import Reference
 from auditor.verify.claims import sentence_spans
 from auditor.verify.record import claim_fields
 

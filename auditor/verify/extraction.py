@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from auditor.claim_rows import Claim
 from auditor.verify.answers import AnswerItem
-from auditor.verify.base import Claim
 from auditor.verify.claims import sentence_spans
 from auditor.verify.kinds import claim_kind
 

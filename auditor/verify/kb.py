@@ -10,10 +10,10 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from auditor.claim_rows import Claim
 from auditor.ingest.manifest import MANIFEST_NAME
 from auditor.retrieve import Retriever
 from auditor.verify.answers import AnswerItem
-from auditor.verify.base import Claim
 
 __all__ = ["KnowledgeBase", "attach_kb_chunks", "kb_identity"]
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 
-from auditor.verify.base import ClaimKind
+from auditor.claim_rows import ClaimKind
 
 __all__ = ["claim_kind", "is_abstention"]
 

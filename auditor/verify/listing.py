@@ -8,9 +8,10 @@ carries, and the sentence of each dropped claim, checked as written.
 
 from __future__ import annotations
 
+from auditor.claim_rows import Claim
 from auditor.config import JudgeConfig
 from auditor.verify.answers import AnswerItem
-from auditor.verify.base import CallKey, Claim, JudgeCall
+from auditor.verify.base import CallKey, JudgeCall
 from auditor.verify.claims import align_span, sentence_spans
 from auditor.verify.extraction import (
     ExtractedClaims,

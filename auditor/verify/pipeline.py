@@ -21,10 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from auditor.claim_rows import Claim
 from auditor.config import JudgeConfig
 from auditor.verify.answers import AnswerItem
 from auditor.verify.asker import Asker, OnStageCalls
-from auditor.verify.base import CallKey, Claim, Judge, JudgeUsage
+from auditor.verify.base import CallKey, Judge, JudgeUsage
 from auditor.verify.claims import answer_outcome
 from auditor.verify.entailment import label_probabilities
 from auditor.verify.evidence import ClaimChecks, Embed, entailment_calls

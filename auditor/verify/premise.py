@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from auditor.verify.base import CallKey, Claim, JudgeCall
+from auditor.claim_rows import Claim
+from auditor.verify.base import CallKey, JudgeCall
 from auditor.verify.entailment import label_probabilities
 
 __all__ = ["premise_call", "premise_prompt", "stated"]

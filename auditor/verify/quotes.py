@@ -6,8 +6,9 @@ chunk closest to the claim, one label call, folded into p_supported.
 
 from __future__ import annotations
 
+from auditor.claim_rows import Claim
 from auditor.verify.answers import AnswerItem
-from auditor.verify.base import CallKey, Claim, JudgeCall
+from auditor.verify.base import CallKey, JudgeCall
 from auditor.verify.entailment import entailment_prompt
 from auditor.verify.evidence import Embed, closest_sentences
 

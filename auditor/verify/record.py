@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from auditor.claim_rows import VERDICTS, Claim, faithfulness, support_score
 from auditor.verify.answers import AnswerItem
-from auditor.verify.base import VERDICTS, Claim, JudgeUsage
-from auditor.verify.claims import faithfulness, support_score
+from auditor.verify.base import JudgeUsage
 
 __all__ = ["check_row", "claim_fields"]
 

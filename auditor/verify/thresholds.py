@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from auditor.verify.base import Claim
-from auditor.verify.claims import flagged_at
+from auditor.claim_rows import Claim, flagged_at
 
 __all__ = [
     "Agreement",

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from auditor.claim_rows import Claim
 from auditor.config import JudgeConfig
 from auditor.verify.answers import AnswerItem
-from auditor.verify.base import CallKey, Claim
+from auditor.verify.base import CallKey
 from auditor.verify.entailment import ChunkJudgement, claim_decision, label_probabilities
 from auditor.verify.evidence import Embed, closest_sentences
 from auditor.verify.figures import missing_figures

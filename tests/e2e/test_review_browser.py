@@ -17,12 +17,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from auditor.claim_rows import Claim, flagged_at
 from auditor.cli import cli
 from auditor.results import RunArtifacts, load_run
 from auditor.review import run_fingerprint
 from auditor.reviewed import reviewed_rate
-from auditor.verify.base import Claim
-from auditor.verify.claims import flagged_at
 from tests.browser import open_report
 from tests.test_review import _checked
 from tests.verify.test_calibrate import _fakes, _labelled

@@ -499,8 +499,7 @@ def test_threshold_selection_and_agreement_figures() -> None:
 
 def test_flagged_at_matches_the_checks_own_verdicts(tmp_path: Path) -> None:
     """Re-scoring stored claims at the judge's threshold reproduces the check's answer flag."""
-    from auditor.verify.base import Claim
-    from auditor.verify.claims import flagged_at, ranking_score
+    from auditor.claim_rows import Claim, flagged_at, ranking_score
 
     answers = [
         _item("a", WARRANTY),
@@ -612,7 +611,7 @@ def test_quote_check_turns_a_claim_its_own_evidence_refutes_into_contradicted() 
     """The focused second question: a quote that says otherwise takes p_supported below the
     threshold, the claim is contradicted and the quote is its evidence; a quote that merely
     lacks context ("unknown") barely moves it."""
-    from auditor.verify.base import Claim
+    from auditor.claim_rows import Claim
     from auditor.verify.quotes import apply_quote
 
     def reply(true: float, false: float, unknown: float) -> tuple[dict[str, float], str]:

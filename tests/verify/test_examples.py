@@ -303,7 +303,7 @@ def test_bad_examples_stop_the_check_before_anything_is_written(
 
 
 def test_an_answer_with_examples_is_decided_at_the_memorys_threshold() -> None:
-    from auditor.verify.base import Claim
+    from auditor.claim_rows import Claim
     from auditor.verify.examples import remember
 
     weights = MemoryWeights(similarity=0.7, accepted=10.0, marked=5.0, support_threshold=0.48)
