@@ -195,4 +195,10 @@ def _sample(run: RunArtifacts) -> dict[str, Any] | None:
     review = read_review(run.run_dir)
     if review is None:
         return None
-    return {k: review[k] for k in ("method", "seed", "size", "population", "created_at")}
+    kept = ("method", "order", "seed", "size", "population", "population_sha256")
+    second = review.get("second_review") or {}
+    return {k: review.get(k) for k in (*kept, "fingerprint", "check_fingerprint", "created_at")} | {
+        "second_review": {"share": second["share"], "answers": len(second.get("ids") or [])}
+        if second
+        else None
+    }

@@ -171,6 +171,7 @@ def test_a_sample_drawn_for_another_run_is_flagged(
     review: dict[str, Any] = json.loads((run / "review.json").read_text())
     review["fingerprint"] = "0123456789abcdef"
     review["sample"].append({"id": "gone", "inclusion_probability": 0.5})
+    review["size"] += 1
     (run / "review.json").write_text(json.dumps(review), encoding="utf-8")
     section = _section(_report(tmp_path, run))
     assert _parse(section).ids == sample

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from auditor.cli import cli
-from auditor.review import run_fingerprint
+from auditor.review import check_fingerprint, run_fingerprint
 from auditor.verify.examples import ExampleBook
 from tests.test_audit import DOCS, QUESTIONS
 from tests.test_review import _checked, _labels
@@ -30,12 +30,17 @@ def _drawn(run: Path, size: int) -> list[str]:
     return [s["id"] for s in json.loads((run / "review.json").read_text())["sample"]]
 
 
+def _check_fingerprint(run: Path) -> str | None:
+    return check_fingerprint(json.loads((run / "check.json").read_text()))
+
+
 def _page_label(run: Path, ident: str, hallucinated: bool, **extra: Any) -> dict[str, Any]:
     """A label line as the review page writes it (the fields `report` reads)."""
     return {
         "id": ident,
         "pipeline": "run",
         "fingerprint": _fingerprint(run),
+        "check_fingerprint": _check_fingerprint(run),
         "hallucinated": hallucinated,
         "reviewer": "Ana",
         "labelled_at": "2026-12-06T10:00:00Z",
@@ -78,6 +83,7 @@ def test_labels_outside_the_drawn_sample_are_refused_or_kept_out_of_the_rate(
     assert reviewed["reviewers"] == [
         {
             "name": "Ana",
+            "role": "first",
             "labels": 15,
             "first": "2026-12-06T10:00:00Z",
             "last": "2026-12-06T10:00:00Z",

@@ -31,7 +31,7 @@ from auditor.goodput import METRICS
 from auditor.history import KEY_METRICS, AuditRow, Regression, regressions
 from auditor.report import charts
 from auditor.results import RunArtifacts
-from auditor.review import read_review, run_fingerprint
+from auditor.review import check_fingerprint, read_review, run_fingerprint
 
 __all__ = ["refuse_shared_names", "render_report"]
 
@@ -314,6 +314,8 @@ def _review_views(runs: Sequence[RunArtifacts]) -> dict[str, Any]:
         }
         views = _question_views(run, index)
         questions = {str(r["id"]): r for r in run.records}
+        second = _second_review(review)
+        second_ids = set(second["ids"]) if second else set()
         items, missing = [], []
         for entry in review.get("sample") or []:
             ident = str(entry.get("id")) if isinstance(entry, dict) else str(entry)
@@ -321,13 +323,17 @@ def _review_views(runs: Sequence[RunArtifacts]) -> dict[str, Any]:
             if record is None:
                 missing.append(ident)
                 continue
-            items.append(_review_item(record, views[record["id"]], checks.get(ident), threshold))
+            item = _review_item(record, views[record["id"]], checks.get(ident), threshold)
+            items.append(item | {"second": ident in second_ids})
         drawn_for = review.get("fingerprint")
         reviews.append(
             {
                 "name": run.name,
                 "pipeline_index": index,
                 "fingerprint": fingerprint,
+                # the check the labels were made on: each label carries it
+                "check_fingerprint": check_fingerprint(run.check_manifest),
+                "second_review": second,
                 "seed": review.get("seed"),
                 "population": review.get("population", "?"),
                 "drawn": items,
@@ -341,7 +347,88 @@ def _review_views(runs: Sequence[RunArtifacts]) -> dict[str, Any]:
                 ),
             }
         )
-    return {"reviews": reviews, "unreviewed": unreviewed, "review_problems": problems}
+    agreements = [found for index, run in enumerate(runs) if (found := _agreement_view(run, index))]
+    return {
+        "reviews": reviews,
+        "unreviewed": unreviewed,
+        "review_problems": problems,
+        "agreements": agreements,
+    }
+
+
+# how the report names each role of a label (`role` in a labels file)
+_ROLE_NAMES = {
+    "first": "first review",
+    "second": "second review (blind)",
+    "adjudicator": "adjudicated",
+}
+
+
+def _second_review(review: dict[str, Any]) -> dict[str, Any] | None:
+    """review.json's blind second review (`auditor review --second-review SHARE`): its share
+    and the drawn answers' ids a second person reviews, in the order drawn (None without
+    one)."""
+    second = review.get("second_review")
+    if not isinstance(second, dict) or not isinstance(second.get("ids"), list):
+        return None
+    ids = [str(i) for i in second["ids"]]
+    order = {
+        str(e.get("id") if isinstance(e, dict) else e): k
+        for k, e in enumerate(review.get("sample") or [])
+    }
+    ids.sort(key=lambda i: order.get(i, len(order)))  # the order drawn, whatever the file's
+    share = second.get("share")
+    return {
+        "share": share if isinstance(share, int | float) and not isinstance(share, bool) else None,
+        "ids": ids,
+    }
+
+
+def _agreement_view(run: RunArtifacts, index: int) -> dict[str, Any] | None:
+    """The two reviewers' agreement of a run as the report shows it, from summary.json's
+    `reviewed.agreement` (`auditor.agreement.reviewer_agreement`): kappa with its interval
+    (or why there is none), observed, positive and negative agreement, who reviewed in which
+    role, and each disagreement with how it was settled. None without one."""
+    found = (run.summary.get("reviewed") or {}).get("agreement")
+    if not isinstance(found, dict) or not found.get("double_reviewed"):
+        return None
+    interval = found.get("kappa_interval")
+    names = found.get("reviewers") or {}
+    disagreements = []
+    for entry in found.get("disagreements") or []:
+        if not isinstance(entry, dict):
+            continue
+        settled, by = entry.get("adjudicated"), entry.get("adjudicator")
+        disagreements.append(
+            {
+                "id": str(entry.get("id")),
+                "first": _said(entry.get("first")),
+                "second": _said(entry.get("second")),
+                "settled": settled is not None,
+                "outcome": _said(settled) if settled is not None else None,
+                "adjudicator": by or "(unnamed)",
+            }
+        )
+    return {
+        "name": run.name,
+        "pipeline_index": index,
+        "double_reviewed": found["double_reviewed"],
+        "kappa": found.get("kappa"),
+        "kappa_interval": interval if isinstance(interval, list) and len(interval) == 2 else None,
+        "kappa_undefined": found.get("kappa_undefined"),
+        "observed": found.get("observed_agreement"),
+        "positive": found.get("positive_agreement"),
+        "negative": found.get("negative_agreement"),
+        "table": found.get("table") or {},
+        "reviewers": {role: list(names.get(role) or []) for role in _ROLE_NAMES},
+        "roles": _ROLE_NAMES,
+        "disagreements": disagreements,
+        "unsettled": sum(not d["settled"] for d in disagreements),
+    }
+
+
+def _said(hallucinated: Any) -> str:
+    return "hallucinated" if hallucinated is True else "not hallucinated"
 
 
 def refuse_shared_names(runs: Sequence[RunArtifacts]) -> None:
