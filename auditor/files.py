@@ -3,7 +3,9 @@
 A reader (a resumed command, a report, a second process) sees the old file or the new one,
 never half of one; time stamps are UTC ISO-8601 to the second, as stored in every artifact.
 Every command checks its outputs (`check_output_file`, `check_output_dir`) before it writes
-anything or starts an engine, so a bad `--out` is refused in one line, not after the work.
+anything or starts an engine, so a bad `--out` is refused in one line, not after the work; the
+same checks refuse an output that would land on a file the command reads, or in a run dir it
+reads (`Read`, `refuse_output_on_input`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import errno
 import json
 import os
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,8 +24,10 @@ from typing import Any
 from auditor.errors import BadInput
 
 __all__ = [
+    "Read",
     "check_output_dir",
     "check_output_file",
+    "refuse_output_on_input",
     "utc_now",
     "write_json_atomic",
     "write_text_atomic",
@@ -53,19 +59,37 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
-def check_output_file(path: Path, option: str) -> None:
+@dataclass(frozen=True)
+class Read:
+    """A path a command reads, named as the user gave it (`--labels`, `RUN_DIR`): a file, or
+    with `folder` a dir whose files it reads (a run dir, an index dir, a corpus). `writes`
+    names the files (relative paths) the command's outputs may be in such a folder: an output
+    anywhere else in it is refused (`report.html` in a RUN_DIR of `report`; `checks.jsonl` in
+    the RUN_DIR of `check`). A path of None, or one that does not exist, is nothing to keep."""
+
+    name: str
+    path: Path | None
+    folder: bool = False
+    writes: tuple[str, ...] = ()
+
+
+def check_output_file(path: Path, option: str, reads: Sequence[Read] = ()) -> None:
     """BadInput, one line naming `option` and `path`, unless a file can be written at `path`:
-    it is no directory, and its nearest existing parent is a directory this process can
-    create files in. Nothing is written."""
+    it is no directory, is none of `reads` nor in a folder of them, and its nearest existing
+    parent is a directory this process can create files in. Nothing is written."""
     if os.path.isdir(path):
         raise BadInput(f"{option} {path}: is a directory; give {option} a file path")
+    refuse_output_on_input(path, option, reads)
     _check_folder_above(path, option)
 
 
-def check_output_dir(path: Path, option: str) -> None:
+def check_output_dir(
+    path: Path, option: str, reads: Sequence[Read] = (), writes: Sequence[str] | None = None
+) -> None:
     """BadInput, one line naming `option` and `path`, unless `path` can be written as a
     directory: an existing one this process can create files in, or a new one whose nearest
-    existing parent is such a directory. Nothing is written."""
+    existing parent is such a directory; and no output lands on one of `reads`: the files
+    `writes` names in it, or (None) the dir as a whole (an index dir). Nothing is written."""
     if os.path.lexists(path) and not os.path.isdir(path):
         raise BadInput(f"{option} {path}: not a directory; give {option} a directory path")
     if os.path.isdir(path):
@@ -73,8 +97,61 @@ def check_output_dir(path: Path, option: str) -> None:
             raise BadInput(
                 f"{option} {path}: cannot create files in it; give {option} a writable directory"
             )
-        return
-    _check_folder_above(path, option)
+    else:
+        _check_folder_above(path, option)
+    refuse_output_on_input(path, option, reads, writes)
+
+
+def refuse_output_on_input(
+    path: Path, option: str, reads: Sequence[Read], writes: Sequence[str] | None = None
+) -> None:
+    """BadInput, one line naming `option`, `path`, what it would overwrite and the fix, when an
+    output would land on something the command reads. The output is `path` (a file, or a dir
+    as a whole), or with `writes` those files in the dir `path`; it lands on a read when,
+    resolved (symbolic links followed), it is a file of `reads`, is in a folder of `reads`
+    other than at that folder's own `writes`, or holds one of `reads`."""
+    targets = [path] if writes is None else [path / name for name in writes]
+    for target in targets:
+        where = target.resolve()
+        for read in reads:
+            if read.path is None or not os.path.exists(read.path):
+                continue
+            problem, fix = _lands_on(where, read, option)
+            if not problem:
+                continue
+            if target != path:  # a file the command writes in the dir `path`
+                problem = f"{target} {problem}"
+                fix = (
+                    f"give {option} another directory"
+                    if option.startswith("-")
+                    else f"give {read.name} another path"
+                )
+            raise BadInput(f"{option} {path}: {problem}, which this command reads; {fix}")
+
+
+def _lands_on(where: Path, read: Read, option: str) -> tuple[str, str]:
+    """What an output of `option` at `where` (resolved) would do to `read`, and the fix; empty
+    when it leaves `read` alone."""
+    assert read.path is not None
+    source = read.path.resolve()
+    named = f"{read.name} {read.path}"
+    if read.folder and where.is_relative_to(source):
+        inside = where.relative_to(source).as_posix()
+        if inside in read.writes:
+            return "", ""
+        if where == source:
+            return f"would replace {named}", f"give {option} a path apart from it"
+        if os.path.isfile(where):
+            return (
+                f"would overwrite {inside} of {named}",
+                f"give {option} a path outside {read.path}",
+            )
+        return f"would write into {named}", f"give {option} a path outside {read.path}"
+    if where == source or (os.path.exists(where) and os.path.samefile(where, source)):
+        return f"would overwrite {named}", f"give {option} another path"
+    if source.is_relative_to(where):
+        return f"would hold {named}", f"give {option} a path apart from {read.path}"
+    return "", ""
 
 
 def _check_folder_above(path: Path, option: str) -> None:

@@ -271,6 +271,12 @@ def _audit(tmp: Path, *extra: str, questions: Path | None = None) -> list[str]:
     ]  # fmt: skip
 
 
+def _out(args: list[str], path: Path) -> list[str]:
+    """`args` with `path` as their --out (an option is given once)."""
+    at = args.index("--out") + 1
+    return [*args[:at], str(path), *args[at + 1 :]]
+
+
 def _jsonl_lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines()
 
@@ -361,7 +367,7 @@ CASES = [
     Case("run manifest of another schema", _run_dir({"manifest.json": '{"schema_version": 99}', "records.jsonl": ""}), 2, "manifest.json"),
     Case("records: corrupt middle line", _damaged_run(lambda run: (run / "records.jsonl").write_text("{bad\n" + (run / "records.jsonl").read_text())), 2, "records.jsonl:1"),
     Case("checks: NaN edited in", _damaged_run(lambda run: (run / "checks.jsonl").write_text((run / "checks.jsonl").read_text().replace('"faithfulness": 1.0', '"faithfulness": NaN').replace('"faithfulness": 0.0', '"faithfulness": NaN'))), 2, "checks.jsonl:1: NaN is not a number"),
-    Case("--out is a folder of other files", lambda tmp: [*_run_with_index(_index)(tmp), "--out", str(_corpus(tmp, {"x.md": "x"}))], 2, "not empty and not a run dir"),
+    Case("--out is a folder of other files", lambda tmp: _out(_run_with_index(_index)(tmp), _corpus(tmp, {"x.md": "x"})), 2, "not empty and not a run dir"),
     # indexes
     Case("search: no such index", lambda tmp: ["search", "q", "--index", str(tmp / "none")], 2, "none"),
     Case("index manifest corrupt", _damaged_index(lambda index: (index / "manifest.json").write_text("{")), 2, "manifest.json"),
@@ -390,7 +396,7 @@ CASES = [
     Case("run --ray: bad questions first", lambda tmp: [*_questions("{nope\n")(tmp), "--ray", "127.0.0.1:9"], 2, "q.jsonl:1: not valid JSON"),
     Case("audit: history not a database", lambda tmp: _audit(tmp, "--history", str(_write(tmp / "h.sqlite", b"not sqlite" * 100))), 2, "h.sqlite: not an audit history database"),
     Case("audit: history under a file", lambda tmp: _audit(tmp, "--history", str(_write(tmp / "file", "x") / "h.sqlite")), 2, "cannot create the history database"),
-    Case("audit: --out is a file", lambda tmp: _audit(tmp, "--out", str(_write(tmp / "out.txt", "x"))), 2, "out.txt: not a directory"),
+    Case("audit: --out is a file", lambda tmp: _out(_audit(tmp), _write(tmp / "out.txt", "x")), 2, "out.txt: not a directory"),
     Case("audit --ray: bad questions first", lambda tmp: _audit(tmp, "--ray", "127.0.0.1:9", questions=_write(tmp / "bad.jsonl", "{nope\n")), 2, "bad.jsonl:1: not valid JSON"),
     Case("report: two runs of one pipeline", _same_pipeline_twice, 2, "hold the same pipeline name 'run'"),
     Case("audit --labels of another pipeline", lambda tmp: _audit(tmp, "--labels", str(_write(tmp / "l.jsonl", '{"id": "q1", "hallucinated": true, "pipeline": "nope"}\n'))), 2, "l.jsonl:1: pipeline 'nope' is not in this report"),
@@ -404,9 +410,9 @@ CASES = [
     Case("report --out is a dir", lambda tmp: ["report", str(_good_run(tmp)), "--out", str(tmp / "good")], 2, "good: is a directory; give --out a file path"),
     Case("report --out under a file", lambda tmp: ["report", str(_good_run(tmp)), "--out", str(_write(tmp / "afile", "x") / "x.html")], 2, "afile is not a directory; give --out a path in a writable directory"),
     Case("report --out where no file can be made", lambda tmp: ["report", str(_good_run(tmp)), "--out", "/proc/x.html"], 2, "--out /proc/x.html: cannot create files in /proc"),
-    Case("check --answers --out under a file", lambda tmp: [*_answers(json.dumps(ANSWER) + "\n")(tmp), "--out", str(_write(tmp / "afile", "x") / "o")], 2, "afile is not a directory; give --out a path"),
+    Case("check --answers --out under a file", lambda tmp: _out(_answers(json.dumps(ANSWER) + "\n")(tmp), _write(tmp / "afile", "x") / "o"), 2, "afile is not a directory; give --out a path"),
     Case("calibrate --out under a file", lambda tmp: ["calibrate", "--labels", str(_write(tmp / "l.jsonl", json.dumps(ANSWER | {"hallucinated": False}) + "\n")), "--out", str(_write(tmp / "afile", "x") / "c")], 2, "afile is not a directory; give --out a path"),
-    Case("run --out under a file", lambda tmp: [*_questions(json.dumps(QUESTION) + "\n")(tmp), "--out", str(_write(tmp / "afile", "x") / "r")], 2, "afile is not a directory; give --out a path"),
+    Case("run --out under a file", lambda tmp: _out(_questions(json.dumps(QUESTION) + "\n")(tmp), _write(tmp / "afile", "x") / "r"), 2, "afile is not a directory; give --out a path"),
     Case("ingest --index under a file", lambda tmp: ["ingest", str(_corpus(tmp, {"a.md": GOOD_DOC})), "--index", str(_write(tmp / "afile", "x") / "i")], 2, "afile is not a directory; give --index a path"),
     Case("audit --judge-set without =", lambda tmp: _audit(tmp, "--judge-set", "claims"), 2, "Error: --judge-set 'claims': expected KEY=VALUE, e.g. --judge-set claims=sentences"),
     Case("--set of an unknown key", lambda tmp: [*_pipeline('name = "ok"\n')(tmp), "--set", "retrieval.topk=3"], 2, "Error: --set retrieval.topk: unknown key; did you mean top_k?"),

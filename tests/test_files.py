@@ -22,6 +22,7 @@ from tests.test_faults_inputs import (
     _corpus,
     _good_run,
     _index,
+    _out,
     _run_with_index,
     _tree,
     _write,
@@ -97,7 +98,7 @@ def _calibrate(tmp: Path, target: Path) -> list[str]:
 
 
 def _run(tmp: Path, target: Path) -> list[str]:
-    return [*_run_with_index(_index)(tmp), "--out", str(target)]
+    return _out(_run_with_index(_index)(tmp), target)
 
 
 def _ingest(tmp: Path, target: Path) -> list[str]:
@@ -110,9 +111,7 @@ OUTPUTS = {
     "report --out where no file can be made": _report_in_proc,
     "check --answers --out under a file": _under_a_file(_check_answers),
     "calibrate --out under a file": _under_a_file(_calibrate),
-    "audit --out under a file": _under_a_file(
-        lambda tmp, target: _audit(tmp, "--out", str(target))
-    ),
+    "audit --out under a file": _under_a_file(lambda tmp, target: _out(_audit(tmp), target)),
     "run --out under a file": _under_a_file(_run),
     "ingest --index under a file": _under_a_file(_ingest, "--index"),
 }

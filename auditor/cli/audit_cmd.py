@@ -27,11 +27,12 @@ from auditor.cli.report_cmd import _history_path, echo_outcome, gate_option, his
 from auditor.cli.run_cmd import _RunProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.config import load_pipeline, resolve_pipeline_path
-from auditor.files import check_output_dir
+from auditor.files import Read, check_output_dir, refuse_output_on_input
 from auditor.gates import parse_gate
 from auditor.questions import load_questions
-from auditor.review import check_audit_labels
-from auditor.store import ENGINE_LOG
+from auditor.results import SUMMARY
+from auditor.review import REVIEW, check_audit_labels
+from auditor.store import CHECK_MANIFEST, CHECKS, ENGINE_LOG, MANIFEST, RECORDS
 from auditor.verify.answers import AnswerItem
 
 __all__ = ["audit"]
@@ -110,7 +111,6 @@ def audit(
     gate holds, 1 when one fails, 2 on bad input.
     """
 
-    check_output_dir(out_dir, "--out")
     gates = [parse_gate(text) for text in gate_texts]  # bad gates fail before any engine starts
     configs = [load_pipeline(resolve_pipeline_path(p)) for p in pipelines]
     judge_config = load_judge_option(judge_path, judge_set, "--judge-set")
@@ -118,6 +118,23 @@ def audit(
     if calibration is not None:  # another judge's calibration fails before any engine starts
         judge_config = calibration.judge_config(judge_config, flag="--judge-set")
     labels = load_labels_option(labels_path)
+    reads = [  # no file it writes lands on one it reads
+        *(Read("--pipeline", resolve_pipeline_path(p)) for p in pipelines),
+        Read("--questions", questions_path),
+        Read("--index", index_dir, folder=True),
+        Read("--judge", judge_path),
+        Read("--calibration", None if calibration is None else calibration.path),
+        Read("--examples", examples_path),
+        Read(
+            "the judge's examples",
+            None if judge_config.examples is None else Path(judge_config.examples),
+        ),
+        Read("--labels", labels_path),
+    ]
+    per_run = (MANIFEST, RECORDS, CHECKS, CHECK_MANIFEST, SUMMARY, REVIEW, ENGINE_LOG)
+    written = [f"{c.name}/{name}" for c in configs for name in per_run]
+    check_output_dir(out_dir, "--out", reads, ["report.html", ENGINE_LOG, *written])
+    refuse_output_on_input(_history_path(history_path), "--history", reads)
     # every input is validated before a file is written or an engine started
     run_dirs = plan_audit(
         configs, questions_path, index_dir, out_dir, limit, _history_path(history_path)

@@ -14,6 +14,7 @@ from auditor.calibrate import (
     judge_section,
     labels_sha256,
     read_labels,
+    settled_labels,
 )
 from auditor.cli.options import (
     examples_option,
@@ -25,9 +26,17 @@ from auditor.cli.options import (
 from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.config import config_sha256
-from auditor.files import check_output_dir, utc_now, write_json_atomic
-from auditor.store import ENGINE_LOG, read_check_manifest, read_checks
-from auditor.verify.answers import items_from_rows, read_answers, refuse_other_answers
+from auditor.files import Read, check_output_dir, utc_now, write_json_atomic
+from auditor.store import (
+    CHECK_MANIFEST,
+    CHECKS,
+    ENGINE_LOG,
+    MANIFEST,
+    RECORDS,
+    read_check_manifest,
+    read_checks,
+)
+from auditor.verify.answers import answers_from_labels, items_from_rows, refuse_other_answers
 from auditor.verify.check import check_run, import_answers
 
 __all__ = ["calibrate"]
@@ -80,14 +89,22 @@ def calibrate(
     examples, and applies to checks made with examples.
     """
 
-    check_output_dir(out_dir, "--out")
     config = load_judge_option(judge_path, *judge_set_items(judge_set, set_alias))
+    reads = [  # no file it writes lands on one it reads (the labels as --examples is fine)
+        Read("--labels", labels_path),
+        Read("--judge", judge_path),
+        Read("--examples", examples_path),
+        Read("the judge's examples", None if config.examples is None else Path(config.examples)),
+    ]
+    written = (MANIFEST, RECORDS, CHECKS, CHECK_MANIFEST, ENGINE_LOG, CALIBRATION)
+    check_output_dir(out_dir, "--out", reads, written)
     # a calibration measures claim verdicts: the other metrics would cost judge time for nothing
     # (the metrics are not part of the fingerprint, so it still applies to the judge as audited)
     config = config.model_copy(update={"metrics": ["faithfulness"]})
     # everything that depends on the labels alone is refused before any engine starts
+    settled = settled_labels(labels_path)
     labels = read_labels(labels_path)
-    answers = read_answers(labels_path)
+    answers = answers_from_labels(labels_path, settled)
     chosen = [row["id"] for row in answers.rows][:limit]
     calibration_folds(
         [labels[ident] for ident in chosen],

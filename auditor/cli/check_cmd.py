@@ -24,10 +24,10 @@ from auditor.cli.options import (
 from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.errors import AuditorError
-from auditor.files import check_output_dir
+from auditor.files import Read, check_output_dir, refuse_output_on_input
 from auditor.ingest.manifest import read_manifest
 from auditor.scale.checking import ray_runner
-from auditor.store import ENGINE_LOG
+from auditor.store import CHECK_MANIFEST, CHECKS, ENGINE_LOG, MANIFEST, RECORDS
 from auditor.verify.answers import (
     choose_sources,
     items_from_rows,
@@ -43,6 +43,9 @@ from auditor.verify.check import (
 )
 
 __all__ = ["check"]
+
+CHECK_WRITES = (CHECKS, CHECK_MANIFEST, ENGINE_LOG)
+"""What `check` writes in a run dir (`--answers` adds the run's manifest and records)."""
 
 
 @click.command()
@@ -105,6 +108,21 @@ def check(
     calibration = load_calibration_option(calibration_name)
     if calibration is not None:  # another judge's calibration fails before any engine starts
         config = calibration.judge_config(config)
+    # no file it writes lands on one it reads
+    reads = [
+        Read("RUN_DIR", run_dir, folder=True, writes=CHECK_WRITES),
+        Read("--answers", answers_path),
+        Read("--judge", judge_path),
+        Read("--calibration", None if calibration is None else calibration.path),
+        Read("--examples", examples_path),
+        Read("the judge's examples", None if config.examples is None else Path(config.examples)),
+        Read("--index", kb_index, folder=True),
+    ]
+    if out_dir is not None:
+        refuse_output_on_input(out_dir, "--out", reads, (MANIFEST, RECORDS, *CHECK_WRITES))
+    else:
+        assert run_dir is not None
+        refuse_output_on_input(run_dir, "RUN_DIR", reads, CHECK_WRITES)
     # every input is validated before a file is written, an engine started or a cluster joined
     answers = None
     if answers_path is not None:

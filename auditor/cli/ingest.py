@@ -11,7 +11,8 @@ import click
 
 from auditor.cli.options import pipeline_options, resolve_config
 from auditor.cli.progress import StderrProgress
-from auditor.files import check_output_dir
+from auditor.config import resolve_pipeline_path
+from auditor.files import Read, check_output_dir
 from auditor.ingest import embed, ingest_corpus
 from auditor.ingest.build import IngestProgress
 from auditor.ingest.loaders import DocumentError
@@ -75,7 +76,11 @@ def ingest(
     (or stop the run with --strict); the index changes only when the ingest succeeds.
     """
 
-    check_output_dir(index_dir, "--index")
+    reads = [  # the index dir is the command's as a whole: apart from what it reads
+        Read("CORPUS_DIR", corpus_dir, folder=True),
+        Read("--pipeline", None if pipeline is None else resolve_pipeline_path(pipeline)),
+    ]
+    check_output_dir(index_dir, "--index", reads)
     config = resolve_config(
         pipeline,
         set_items,

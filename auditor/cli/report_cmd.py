@@ -17,7 +17,7 @@ from auditor.cli.options import (
     load_calibration_option,
     load_labels_option,
 )
-from auditor.files import check_output_file
+from auditor.files import Read, check_output_file, refuse_output_on_input
 from auditor.gates import parse_gate
 from auditor.history import accept_baseline, default_history_path, list_audits
 
@@ -194,17 +194,26 @@ def report(
     `auditor check --answers`. Writes summary.json in each and the report to --out.
     """
 
-    if out_path is not None:
-        check_output_file(out_path, "--out")
     gates = [parse_gate(text) for text in gate_texts]
     calibration = load_calibration_option(calibration_name)
     labels = load_labels_option(labels_path)
+    history_db = _history_path(history_path)
+    # no output lands on an input: the run dirs take summary.json and report.html alone
+    reads = [
+        *(Read("RUN_DIR", d, folder=True, writes=("report.html",)) for d in run_dirs),
+        Read("--labels", labels_path),
+        Read("--calibration", None if calibration is None else calibration.path),
+    ]
+    if out_path is not None:
+        check_output_file(out_path, "--out", [*reads, Read("--history", history_db)])
+    if record:
+        refuse_output_on_input(history_db, "--history", reads)
     target = out_path or run_dirs[0] / "report.html"
     outcome = finish_audit(
         list(run_dirs),
         target,
         gates,
-        _history_path(history_path),
+        history_db,
         record,
         calibration,
         labels=labels,

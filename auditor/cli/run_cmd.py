@@ -19,11 +19,12 @@ from auditor.cli.options import (
 )
 from auditor.cli.progress import StderrProgress
 from auditor.cli.terminal import engine_output_to
-from auditor.files import check_output_dir
+from auditor.config import resolve_pipeline_path
+from auditor.files import Read, check_output_dir
 from auditor.formatting import format_duration_ms
 from auditor.run import RunCallbacks, RunSummary, plan_run, run_pipeline
 from auditor.scale.generation import cluster_generators
-from auditor.store import ENGINE_LOG
+from auditor.store import ENGINE_LOG, MANIFEST, RECORDS
 
 __all__ = ["run"]
 
@@ -66,8 +67,13 @@ def run(
             "--pipeline is required (a file, or NAME.toml in $AUDITOR_PIPELINES, ./pipelines or "
             "the auditor's pipelines/)"
         )
-    check_output_dir(run_dir, "--out")
     config = resolve_config(pipeline, set_items, {})
+    reads = [  # no file it writes lands on one it reads
+        Read("--pipeline", resolve_pipeline_path(pipeline)),
+        Read("--questions", questions_path),
+        Read("--index", index_dir, folder=True),
+    ]
+    check_output_dir(run_dir, "--out", reads, (MANIFEST, RECORDS, ENGINE_LOG))
     # every input is validated before a file is written or a cluster joined
     plan_run(config, questions_path, index_dir, run_dir, limit)
     check_ray_option(ray)
