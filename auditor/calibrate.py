@@ -42,7 +42,8 @@ from auditor.config import (
     without_engine_only,
 )
 from auditor.errors import BadInput
-from auditor.jsonl import iter_objects, labelled_id
+from auditor.labels import ReviewLabel, settle
+from auditor.labels import read_labels as read_labels_file
 from auditor.run_shapes import ArtifactPart
 from auditor.verify.thresholds import auroc, balanced_accuracy, best_threshold, roc_points
 
@@ -87,45 +88,21 @@ class HumanLabel:
     question: str = ""  # source_id, else the question text: answers to one share a fold
 
 
-def _span(where: str, value: Any, answer: str) -> tuple[int, int]:
-    if isinstance(value, dict):
-        value = [value.get("start"), value.get("end")]
-    if (
-        isinstance(value, list)
-        and len(value) == 2
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-        and 0 <= value[0] < value[1] <= len(answer)
-    ):
-        return value[0], value[1]
-    raise BadInput(
-        f'{where}: each of "spans" must be {{"start": S, "end": E}} or [S, E] with '
-        f"0 <= S < E <= the answer's length ({len(answer)}): character offsets in its answer"
-    )
-
-
 def read_labels(path: Path) -> dict[str, HumanLabel]:
     """{answer id: label} from a labels file (a review page's download as it is: ids are
-    PIPELINE/ID there); one-line BadInput naming file and line."""
-    labels: dict[str, HumanLabel] = {}
-    seen: dict[str, int] = {}
-    for where, data in iter_objects(path, "id, question, contexts, answer, hallucinated"):
-        ident = labelled_id(where, data, seen)
-        hallucinated = data.get("hallucinated")
-        if not isinstance(hallucinated, bool):
-            raise BadInput(f'{where}: "hallucinated" must be true or false')
-        answer = data.get("answer")
-        if not isinstance(answer, str):
-            raise BadInput(f'{where}: "answer" must be a string (the labelled answer)')
-        spans = data.get("spans") or []
-        if not isinstance(spans, list):
-            raise BadInput(f'{where}: "spans" must be a list')
-        question = data.get("source_id")
-        labels[ident] = HumanLabel(
-            hallucinated,
-            tuple(_span(where, s, answer) for s in spans),
-            str(question if question not in (None, "") else data.get("question") or ""),
+    PIPELINE/ID there), read by the one labels reader and settled (copies collapse, reviewers'
+    disagreements need an adjudication); one-line BadInput naming file and line."""
+    return {
+        label.labelled_id: HumanLabel(
+            label.hallucinated, label.spans, label.source_id or label.question or ""
         )
-    return labels
+        for label in settled_labels(path)
+    }
+
+
+def settled_labels(path: Path) -> list[ReviewLabel]:
+    """A calibration's labelled answers: every line needs its question and answer."""
+    return settle(read_labels_file(path, needs=("question", "answer")))
 
 
 def labels_sha256(path: Path) -> str:

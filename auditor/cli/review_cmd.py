@@ -27,21 +27,37 @@ __all__ = ["review"]
     default=None,
     help="Seed of the draw (default: the one review.json records, else 0).",
 )
-def review(run_dirs: tuple[Path, ...], size: int, seed: int | None) -> None:
+@click.option(
+    "--second-review",
+    "second_share",
+    type=click.FloatRange(0.0, 1.0, min_open=True),
+    default=None,
+    help="Share of the drawn answers a second person reviews blind (e.g. 0.2): the report "
+    "gives the two reviews' agreement (Cohen's kappa) and an adjudicator settles where they "
+    "differ. It may grow later, not shrink.",
+)
+def review(
+    run_dirs: tuple[Path, ...], size: int, seed: int | None, second_share: float | None
+) -> None:
     """Pick N checked answers of each RUN_DIR uniformly at random for people to review.
 
     Writes RUN_DIR/review.json (seed, each answer's inclusion probability); `auditor report`
     then renders a review section for them, whose labels (`--labels`) turn into reviewed
-    rates with 95 % intervals. The same seed gives the same sample.
+    rates with 95 % intervals. The same seed gives the same sample. Review them in the order
+    drawn: only the labelled prefix of that order makes a rate.
     """
 
     runs = [load_run(run_dir) for run_dir in run_dirs]  # every dir validated before writing
-    plans = [(run, *draw_review(run, size, seed)) for run in runs]
+    plans = [(run, *draw_review(run, size, seed, second_share)) for run in runs]
     for run, sample, earlier in plans:
         write_review(run.run_dir, sample, earlier)
+        grew = f" ({sample.size - size} more: new answers fell among those drawn before)"
+        second = sample.second_review
         click.echo(
             f"{run.name}: {sample.size} of {len(sample.population)} answers to review (uniform, "
-            f"seed {sample.seed}) -> {run.run_dir / 'review.json'}"
+            f"seed {sample.seed}){grew if sample.size > size else ''}"
+            + (f", {len(second)} of them for a blind second review" if second else "")
+            + f" -> {run.run_dir / 'review.json'}"
         )
     dirs = " ".join(str(d) for d in run_dirs)
     click.echo(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -30,6 +31,7 @@ __all__ = [
     "AnswerItem",
     "AnswersFile",
     "Sources",
+    "answers_from_labels",
     "choose_sources",
     "import_answers",
     "items_from_rows",
@@ -157,10 +159,7 @@ class AnswersFile:
 def read_answers(answers_path: Path) -> AnswersFile:
     """Read and validate an answers file (id, question, contexts, answer, reference?); BadInput
     naming file and line on the first problem."""
-    try:
-        digest = hashlib.sha256(answers_path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise BadInput(f"{answers_path}: cannot read answers file ({exc.strerror})") from exc
+    digest = _digest(answers_path)
     rows = []
     seen: dict[str, int] = {}
     for where, data in iter_objects(answers_path, "id, question, contexts, answer"):
@@ -173,30 +172,73 @@ def read_answers(answers_path: Path) -> AnswersFile:
             raise BadInput(f'{where}: "contexts" must be a list of strings')
         if reference is not None and not isinstance(reference, str):
             raise BadInput(f'{where}: "reference" must be a string when present')
+        source = data.get("source_id")
         rows.append(
-            {
-                "id": ident,
-                "question": question,
-                "reference": reference,
-                "retrieved": [
-                    {
-                        "chunk_id": f"context-{k}",
-                        "document": None,
-                        "page": None,
-                        "score": None,
-                        "text": text,
-                    }
-                    for k, text in enumerate(contexts, start=1)
-                ],
-                "answer": answer,
-                "error": None,
-            }
-            | (
-                {"source_id": str(source)}
-                if (source := data.get("source_id")) not in (None, "")
-                else {}
+            _answer_row(
+                ident,
+                question,
+                contexts,
+                answer,
+                reference,
+                None if source in (None, "") else str(source),
             )
         )
+    return _answers_file(answers_path, digest, rows)
+
+
+def answers_from_labels(path: Path, labels: Sequence[Any]) -> AnswersFile:
+    """The labelled answers of a labels file (`auditor.labels`, settled: one per answer) as
+    answers to check (`calibrate`), under their labelled ids."""
+    rows = [
+        _answer_row(
+            label.labelled_id,
+            label.question,
+            list(label.contexts),
+            label.answer,
+            None,
+            label.source_id,
+        )
+        for label in labels
+    ]
+    return _answers_file(path, _digest(path), rows)
+
+
+def _digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read answers file ({exc.strerror})") from exc
+
+
+def _answer_row(
+    ident: str,
+    question: str,
+    contexts: list[str],
+    answer: str,
+    reference: str | None,
+    source: str | None,
+) -> dict[str, Any]:
+    """An answer as records.jsonl holds it."""
+    return {
+        "id": ident,
+        "question": question,
+        "reference": reference,
+        "retrieved": [
+            {
+                "chunk_id": f"context-{k}",
+                "document": None,
+                "page": None,
+                "score": None,
+                "text": text,
+            }
+            for k, text in enumerate(contexts, start=1)
+        ],
+        "answer": answer,
+        "error": None,
+    } | ({"source_id": source} if source is not None else {})
+
+
+def _answers_file(answers_path: Path, digest: str, rows: list[dict[str, Any]]) -> AnswersFile:
     if not rows:
         raise BadInput(f"{answers_path}: no answers")
     return AnswersFile(answers_path, digest, rows)

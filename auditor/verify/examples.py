@@ -28,7 +28,7 @@ import numpy as np
 
 from auditor.claim_rows import Claim
 from auditor.errors import BadInput
-from auditor.jsonl import iter_objects, labelled_id
+from auditor.labels import read_labels, settle
 from auditor.verify.answers import AnswerItem
 from auditor.verify.base import Reference
 from auditor.verify.claims import sentence_spans
@@ -78,59 +78,24 @@ class Example:
     run: str | None = None
 
 
-def _spans(where: str, value: Any, answer: str) -> tuple[tuple[int, int], ...]:
-    if value in (None, []):
-        return ()
-    if not isinstance(value, list):
-        raise BadInput(f'{where}: "spans" must be a list of {{"start": S, "end": E}}')
-    found = []
-    for span in value:
-        pair = [span.get("start"), span.get("end")] if isinstance(span, dict) else span
-        if not (
-            isinstance(pair, list)
-            and len(pair) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) for v in pair)
-            and 0 <= pair[0] < pair[1] <= len(answer)
-        ):
-            raise BadInput(
-                f'{where}: each of "spans" must be {{"start": S, "end": E}} or [S, E] with '
-                f"0 <= S < E <= the answer's length ({len(answer)})"
-            )
-        found.append((pair[0], pair[1]))
-    return tuple(found)
-
-
 def read_examples(path: Path) -> list[Example]:
-    """The labelled answers of an examples file; one-line BadInput naming file and line."""
-    examples = []
-    seen: dict[str, int] = {}
-    for where, data in iter_objects(path, EXAMPLE_FIELDS):
-        ident = labelled_id(where, data, seen)  # PIPELINE/ID for a review page's labels
-        hallucinated = data.get("hallucinated")
-        if not isinstance(hallucinated, bool):
-            raise BadInput(
-                f'{where}: "hallucinated" must be true or false (what people said of this '
-                "answer); an unlabelled answer is no example"
-            )
-        question, answer = data.get("question"), data.get("answer")
-        for name, value in (("question", question), ("answer", answer)):
-            if not isinstance(value, str) or not value.strip():
-                raise BadInput(f'{where}: "{name}" must be a non-empty string')
-        assert isinstance(question, str) and isinstance(answer, str)
-        source, run = data.get("source_id"), data.get("fingerprint")
-        examples.append(
-            Example(
-                id=ident,
-                question=question,
-                answer=answer,
-                hallucinated=hallucinated,
-                spans=_spans(where, data.get("spans"), answer),
-                source_id=None if source in (None, "") else str(source),
-                where=where,
-                answer_id=str(data.get("id")),
-                run=run if isinstance(run, str) and run else None,
-            )
+    """The labelled answers of an examples file, read by the one labels reader and settled
+    (`auditor.labels`: copies collapse, reviewers' disagreements need an adjudication); one-line
+    BadInput naming file and line."""
+    examples = [
+        Example(
+            id=label.labelled_id,  # PIPELINE/ID for a review page's labels
+            question=str(label.question),
+            answer=str(label.answer),
+            hallucinated=label.hallucinated,
+            spans=label.spans,
+            source_id=label.source_id,
+            where=label.where,
+            answer_id=label.id,
+            run=label.fingerprint,
         )
+        for label in settle(read_labels(path, needs=("question", "answer")))
+    ]
     if not examples:
         raise BadInput(f"{path}: no examples (one labelled answer per line: {EXAMPLE_FIELDS})")
     return examples

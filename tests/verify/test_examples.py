@@ -55,7 +55,10 @@ def test_an_example_without_a_label_names_its_file_and_line(tmp_path: Path) -> N
         (_row("b", spans=[{"start": 5, "end": 500}]), r":2: each of \"spans\" must be"),
         (_row("b", hallucinated="yes"), r":2: \"hallucinated\" must be true or false"),
         (_row("b", answer=" "), r":2: \"answer\" must be a non-empty string"),
-        (_row("a"), r":2: duplicate id 'a' \(first on line 1\)"),
+        (
+            _row("a", hallucinated=True),
+            r":2: answer 'a' labelled again, differently \(first on line 1\)",
+        ),
     ],
 )
 def test_bad_examples_are_refused_in_one_line(
@@ -68,7 +71,7 @@ def test_bad_examples_are_refused_in_one_line(
 
 
 def test_an_empty_examples_file_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(BadInput, match="no examples"):
+    with pytest.raises(BadInput, match="no labels"):
         read_examples(_write(tmp_path, []))
 
 
