@@ -319,6 +319,31 @@ def _gate(expression: str) -> Callable[[Path], list[str]]:
     return lambda tmp: ["report", str(_good_run(tmp)), "--gate", expression]
 
 
+def _with_good_run(
+    make: Callable[[Path], list[str]], reviewed: bool = False
+) -> Callable[[Path], list[str]]:
+    """A command on a good run dir (with review.json where `reviewed`), as `make` says."""
+
+    def made(tmp: Path) -> list[str]:
+        run = _good_run(tmp)
+        if reviewed:
+            drawn = CliRunner().invoke(cli, ["review", str(run), "--sample", "1"])
+            assert drawn.exit_code == 0, drawn.output
+        return make(run)
+
+    return made
+
+
+def _labels(run: Path, name: str = "l.jsonl") -> str:
+    """A labels file beside the run dir, of its one answer."""
+    return str(_write(run.parent / name, '{"id": "a1", "hallucinated": false}\n'))
+
+
+def _link(link: Path, target: Path) -> Path:
+    link.symlink_to(target)
+    return link
+
+
 CASES = [
     # documents (ingest)
     Case("missing corpus folder", lambda tmp: ["ingest", str(tmp / "nope"), "--index", str(tmp / "i")], 2, "nope"),
@@ -441,6 +466,26 @@ CASES = [
     Case("calibration: answer level missing", _calibration(lambda cal: cal.pop("answer_level")), 2, "calibration.json: answer_level: Field required"),
     Case("calibration: negative count", _calibration(lambda cal: cal["answer_level"].update(positives=-1)), 2, "calibration.json: answer_level.positives: Input should be greater than or equal to 0"),
     Case("calibration: fingerprint without its hash", _calibration(lambda cal: cal["judge"]["fingerprint"].pop("verdict_sha256")), 2, "calibration.json: judge.fingerprint.verdict_sha256: Field required"),
+    # outputs that would land on an input, and options of one value given twice
+    Case("report --out onto checks.jsonl", _with_good_run(lambda run: ["report", str(run), "--out", str(run / "checks.jsonl")]), 2, "would overwrite checks.jsonl of RUN_DIR"),
+    Case("report --out onto records.jsonl", _with_good_run(lambda run: ["report", str(run), "--out", str(run / "records.jsonl")]), 2, "would overwrite records.jsonl of RUN_DIR"),
+    Case("report --out onto manifest.json", _with_good_run(lambda run: ["report", str(run), "--out", str(run / "manifest.json")]), 2, "would overwrite manifest.json of RUN_DIR"),
+    Case("report --out onto review.json", _with_good_run(lambda run: ["report", str(run), "--out", str(run / "review.json")], reviewed=True), 2, "would overwrite review.json of RUN_DIR"),
+    Case("report --out onto its --labels", _with_good_run(lambda run: ["report", str(run), "--labels", _labels(run), "--out", _labels(run)], reviewed=True), 2, "would overwrite --labels"),
+    Case("report --out into the run dir", _with_good_run(lambda run: ["report", str(run), "--out", str(run / "copy.html")]), 2, "would write into RUN_DIR"),
+    Case("report --out a link to an input", _with_good_run(lambda run: ["report", str(run), "--out", str(_link(run.parent / "link.html", run / "checks.jsonl"))]), 2, "link.html: would overwrite checks.jsonl of RUN_DIR"),
+    Case("report --record --history in the run dir", _with_good_run(lambda run: ["report", str(run), "--record", "--history", str(run / "h.sqlite")]), 2, "h.sqlite: would write into RUN_DIR"),
+    Case("check --answers --out onto its answers", lambda tmp: ["check", "--answers", str(_write(tmp / "o" / "records.jsonl", json.dumps(ANSWER) + "\n")), "--out", str(tmp / "o")], 2, "records.jsonl would overwrite --answers"),
+    Case("calibrate --out onto its labels", lambda tmp: ["calibrate", "--labels", str(_write(tmp / "c" / "checks.jsonl", json.dumps(ANSWER | {"hallucinated": False}) + "\n")), "--out", str(tmp / "c")], 2, "checks.jsonl would overwrite --labels"),
+    Case("check RUN_DIR --examples its checks.jsonl", _with_good_run(lambda run: ["check", str(run), "--examples", str(run / "checks.jsonl")]), 2, "checks.jsonl would overwrite --examples"),
+    Case("run --out onto its index", lambda tmp: _out(_run_with_index(_index)(tmp), tmp / "index"), 2, "manifest.json would overwrite manifest.json of --index"),
+    Case("audit --out where its questions are", lambda tmp: _audit(tmp, questions=_write(tmp / "audit" / "smollm2-135m-cpu" / "records.jsonl", json.dumps(QUESTION) + "\n")), 2, "records.jsonl would overwrite --questions"),
+    Case("audit --history onto its questions", lambda tmp: _audit(tmp, "--history", str(tmp / "q.jsonl")), 2, "q.jsonl: would overwrite --questions"),
+    Case("ingest --index inside its corpus", lambda tmp: ["ingest", str(_corpus(tmp, {"a.md": GOOD_DOC})), "--index", str(tmp / "corpus" / "index")], 2, "would write into CORPUS_DIR"),
+    Case("report --labels given twice", _with_good_run(lambda run: ["report", str(run), "--labels", _labels(run, "a.jsonl"), "--labels", _labels(run, "b.jsonl")]), 2, "--labels given twice"),
+    Case("check --out given twice", lambda tmp: [*_answers(json.dumps(ANSWER) + "\n")(tmp), "--out", str(tmp / "o2")], 2, "--out given twice"),
+    Case("report --record given twice", _with_good_run(lambda run: ["report", str(run), "--record", "--record"]), 2, "Error: --record given twice; give it once"),
+    Case("baseline accept --history given twice", lambda tmp: ["baseline", "accept", str(tmp / "run"), "--history", "a.sqlite", "--history", "b.sqlite"], 2, "Error: --history given twice (a.sqlite, b.sqlite); give it once"),
 ]  # fmt: skip
 
 

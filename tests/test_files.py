@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from auditor.audit import finish_audit
 from auditor.cli import cli
 from auditor.errors import BadInput
-from auditor.files import check_output_dir, check_output_file
+from auditor.files import Read, check_output_dir, check_output_file
 from auditor.testing import FakeEmbedder, FakeJudge
 from tests.test_faults_inputs import (
     ANSWER,
@@ -184,3 +184,24 @@ def test_a_good_output_passes_and_its_folders_stay_as_they_were(
     check_output_file(tmp_path / "run" / "report.html", "--out")
     check_output_file(tmp_path / "new" / "report.html", "--out")
     assert (_tree(tmp_path), os.stat(tmp_path).st_mtime_ns) == before
+
+
+@pytest.mark.usefixtures("fakes")
+def test_outputs_beside_their_inputs_pass(tmp_path: Path) -> None:
+    """An output may sit next to what the command reads, and at the place the command writes
+    in a run dir itself (report.html, the default); a hard link onto an input is refused."""
+    run = _good_run(tmp_path)
+    done = CliRunner().invoke(cli, ["report", str(run), "--out", str(run / "report.html")])
+    assert done.exit_code == 0, done.output
+    labels = _write(tmp_path / "c" / "labels.jsonl", "{}\n")
+    folder = Read("RUN_DIR", run, folder=True, writes=("report.html",))
+    check_output_file(tmp_path / "elsewhere.html", "--out", [folder, Read("--labels", labels)])
+    check_output_file(labels, "--out", [Read("--labels", None), Read("--x", tmp_path / "none")])
+    check_output_dir(tmp_path / "c", "--out", [Read("--labels", labels)], ["calibration.json"])
+    os.link(labels, tmp_path / "hard.jsonl")
+    with pytest.raises(BadInput) as refused:
+        check_output_file(tmp_path / "hard.jsonl", "--out", [Read("--labels", labels)])
+    assert str(refused.value) == (
+        f"--out {tmp_path / 'hard.jsonl'}: would overwrite --labels {labels}, which this command "
+        "reads; give --out another path"
+    )
