@@ -165,7 +165,7 @@ def _difference(
         return None
     covariance = float(((y - y.mean()) * (f - f.mean())).sum() / (n - 1))
     weight = min(1.0, max(0.0, covariance / spread))
-    if weight <= 0:
+    if weight <= 1e-9:  # no weight (rounding's 1e-17 of a zero covariance is none either)
         return None
     residuals = y - weight * f
     value = float(weight * everyone.mean() + residuals.mean())

@@ -1,6 +1,7 @@
 """People's review: the random sample (`auditor review`), the labels (`report --labels`) and
-the reviewed rates (PPI++ with the judge's verdicts, labels alone where PPI does not hold),
-with the fake judge; and simulated audits with known rates for the intervals' coverage."""
+the reviewed rates (the finite-population difference estimator with the judge's verdicts,
+labels alone where the judge does not narrow them), with the fake judge; and simulated audits
+with known rates for the intervals' coverage."""
 
 from __future__ import annotations
 
@@ -90,13 +91,15 @@ def test_report_labels_give_reviewed_rates_with_the_number_of_labels(
     assert "PASS reviewed_hallucination_rate<=0.9" in done.stdout
     summary = json.loads((run / "summary.json").read_text())
     reviewed = summary["reviewed"]
-    expected = sum(truth[i] for i in sample) / 15
     assert reviewed["labels"] == 15 and reviewed["claim_rate"] is None
     rate = reviewed["answer_rate"]
-    # 15 of 30 reviewed: half the population, so the labels alone with the finite correction
-    assert rate["method"] == "labels (finite population)"
-    assert rate["value"] == pytest.approx(expected)
-    assert rate["low"] <= expected <= rate["high"]
+    # 15 of 30 reviewed by a judge right on every one: the difference estimator gives about
+    # the judge's rate, the true one (10 of 30), its interval narrower than the labels'
+    assert rate["method"] == "difference (finite population)"
+    assert rate["value"] == pytest.approx(10 / 30, abs=0.02)
+    assert rate["low"] <= 10 / 30 <= rate["high"]
+    assert rate["high"] - rate["low"] < rate["labels_only"][1] - rate["labels_only"][0]
+    assert set(rate["labels_for"]) == {"0.05", "0.10"}
     assert reviewed["judge_sensitivity"] == 1.0 and reviewed["judge_specificity"] == 1.0
     assert reviewed["sample"]["seed"] == 1 and reviewed["sample"]["population"] == 30
     metric = summary["metrics"]["reviewed_hallucination_rate"]
@@ -110,8 +113,9 @@ def test_report_labels_give_reviewed_rates_with_the_number_of_labels(
 def test_labels_without_a_review_file_count_as_a_uniform_sample(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """From a spreadsheet: 12 labels of 60 answers, a judge that errs on none: PPI++ with its
-    verdicts, narrower than the labels alone, and the summary says the sample was assumed."""
+    """From a spreadsheet: 12 labels of 60 answers, a judge that errs on none: the difference
+    estimator with its verdicts, narrower than the labels alone, and the summary says the
+    sample was assumed."""
     run = _checked(tmp_path, monkeypatch, count=60)
     truth = {r["id"]: r["hallucinated"] for r in _labelled(60, wrong_every=3)}
     chosen = [f"a{k}" for k in range(0, 60, 5)]  # 12, 4 of them hallucinated
@@ -123,7 +127,7 @@ def test_labels_without_a_review_file_count_as_a_uniform_sample(
     reviewed = json.loads((run / "summary.json").read_text())["reviewed"]
     assert reviewed["sample"]["method"] == "uniform (assumed)"
     rate = reviewed["answer_rate"]
-    assert rate["method"] == "ppi++"
+    assert rate["method"] == "difference (finite population)"
     assert rate["value"] == pytest.approx(20 / 60, abs=0.01)  # a perfect judge: its rate
     assert rate["high"] - rate["low"] < rate["labels_only"][1] - rate["labels_only"][0]
 
@@ -174,14 +178,18 @@ def test_a_label_needs_its_pipeline_when_the_report_has_several(
     assert 'l.jsonl:1: no "pipeline", and the report has 2 runs' in done.stderr
 
 
-def test_few_labels_and_most_answers_reviewed_fall_back_to_the_labels() -> None:
+def test_few_labels_alike_labels_or_a_wrong_judge_fall_back_to_the_labels() -> None:
     flags = [1.0, 0.0] * 10
     few = reviewed_rate([True, False, False], [1.0, 0.0, 0.0], flags)
-    assert few.method == "labels (Wilson)" and few.labels == 3
-    most = reviewed_rate([True] * 5 + [False] * 5, [1.0] * 5 + [0.0] * 5, flags[:14])
-    assert most.method == "labels (finite population)"
+    assert few.method == "labels (Wilson, finite population)" and few.labels == 3
+    alike = reviewed_rate([False] * 12, [1.0] + [0.0] * 11, flags)
+    assert alike.method == "labels (Wilson, finite population)"
+    # the judge's flags are a wrong guess: no weight on them, the labels alone
+    wrong = reviewed_rate([True] * 5 + [False] * 5, [0.0] * 5 + [1.0] * 5, flags)
+    assert wrong.method == "labels (Wilson, finite population)"
     every = reviewed_rate([True, False], [1.0, 0.0], [1.0, 0.0])
     assert (every.value, every.low, every.high) == (0.5, 0.5, 0.5)  # all reviewed: exact
+    assert every.method == "labels (all reviewed)"
     assert labels_only_interval(3, 10, 10) == (0.3, 0.3)
 
 
@@ -200,7 +208,8 @@ def test_reviewed_intervals_cover_the_true_rate_and_are_never_wider_than_the_lab
 ) -> None:
     """1,000 simulated audits per judge: 200 answers with a true rate of 5-40 %, 40 of them
     reviewed at random; the reviewed interval covers the audit's true rate in >= 93 % of them
-    and is never wider than the labels-alone (Wilson) interval by more than rounding."""
+    and is never wider than the labels-alone (Wilson, finite population) interval by more than
+    rounding."""
     se, sp = JUDGES[judge]
     rng = np.random.default_rng(11)
     covered, widths, alone = 0, [], []
