@@ -4,7 +4,8 @@ run's fingerprint, downloaded as labels.jsonl by the browser with everything oth
 need, and that file read back by `auditor report --labels`, `calibrate` and `--examples`'s
 readers; flagged claims first, the evidence marked in its open chunk, `u` to the next
 unmarked answer, answer ids `__proto__` and `constructor`, and the provisional rate equal to
-`reviewed_rate` on the same labels (under 10 labels and with PPI++)."""
+`reviewed_rate` on the same labels (under 10 labels and with the judge's difference
+estimator)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from tests.verify.test_calibrate import _fakes, _labelled
 pytestmark = pytest.mark.e2e
 
 SAMPLE = 8
+LABELS_ALONE, WITH_JUDGE = "labels (Wilson, finite population)", "difference (finite population)"
 KEYS = {"id", "pipeline", "fingerprint", "hallucinated", "reviewer", "labelled_at", "question"}
 KEYS |= {"answer", "contexts", "source_id", "spans"}
 
@@ -245,7 +247,7 @@ def test_flagged_first_evidence_marked_next_unmarked_odd_ids_and_the_provisional
 ) -> None:
     """One report of two runs: a tricky one (ids `__proto__`, `constructor`; two claims per
     wrong answer) and one of 40 answers with 20 drawn, marked by keys to 5 labels (Wilson)
-    and to 12 (PPI++) while the page's rate follows `reviewed_rate`."""
+    and to 12 (the judge's difference estimator) while the page's rate follows `reviewed_rate`."""
     tricky = _tricky(tmp_path, monkeypatch)
     big = _checked(tmp_path, monkeypatch, count=40)
     runner = CliRunner()
@@ -303,7 +305,7 @@ def test_flagged_first_evidence_marked_next_unmarked_odd_ids_and_the_provisional
         articles["m2"].locator("li[data-claim='0'] button[data-judge='wrong']").click()
         articles["m2"].locator("li[data-claim='1'] button[data-judge='right']").click()
         assert page.locator("#review-progress-0").inner_text() == "3 of 6 reviewed"
-        assert _rate(page, 0)["method"] == "labels (finite population)"  # 3 of 6
+        assert _rate(page, 0)["method"] == "labels (Wilson, finite population)"  # 3 of 6
 
         # u: from the first drawn answer to the next one not marked
         current = page.locator("article.review-item.current")
@@ -313,7 +315,7 @@ def test_flagged_first_evidence_marked_next_unmarked_odd_ids_and_the_provisional
         after = next(a for a in drawn[1:] if a not in marked)
         assert current.get_attribute("data-id") == after
 
-        # the 40-answer run: five labels by keys (Wilson), then twelve (PPI++)
+        # the 40-answer run: five labels by keys (Wilson), then twelve (with the judge)
         big_items = page.locator("#review-1 article.review-item")
         big_items.first.locator("h4").click()
         for k, label in enumerate(marks):
@@ -321,10 +323,10 @@ def test_flagged_first_evidence_marked_next_unmarked_odd_ids_and_the_provisional
             page.keyboard.press("j")
             if k == 4:
                 rate = _rate(page, 1)
-                assert _same_rate(rate, marks[:5], sample[:5], many) == "labels (Wilson)"
+                assert _same_rate(rate, marks[:5], sample[:5], many) == LABELS_ALONE
         rate = _rate(page, 1)
-        assert _same_rate(rate, marks, sample[:12], many) == "ppi++"
-        assert rate["text"].endswith(", 12 labels, ppi++")
+        assert _same_rate(rate, marks, sample[:12], many) == WITH_JUDGE
+        assert rate["text"].endswith(f", 12 labels, {WITH_JUDGE}")
         assert current.get_attribute("data-id") == sample[12]
 
         # u wraps around: the last answer marked, it goes back to the tricky run's first

@@ -182,74 +182,66 @@
   }
 
   // --- the provisional rate: auditor.reviewed.reviewed_rate, ported line for line ---------
+  // (tests/test_reviewed_estimator.py runs this block, to the end marker, under node and
+  // compares it with Python on random cases)
   var Z95 = 1.959963984540054;
-  var FINITE_SHARE = 0.5;
-  var MIN_FOR_PPI = 10;
+  var MIN_FOR_JUDGE = 10;
+  var HALF_WIDTHS = [0.05, 0.10];
 
   function sum(xs) { return xs.reduce(function (a, b) { return a + b; }, 0); }
   function mean(xs) { return sum(xs) / xs.length; }
-  function std0(xs) {  // numpy's std (ddof 0)
-    var m = mean(xs);
-    return Math.sqrt(mean(xs.map(function (x) { return (x - m) * (x - m); })));
-  }
-  function var1(xs) {  // numpy's cov of one row (ddof 1)
-    var m = mean(xs);
-    return sum(xs.map(function (x) { return (x - m) * (x - m); })) / (xs.length - 1);
-  }
-  function ptp(xs) {  // numpy's ptp, in a loop (spreading 100,000 values overflows the stack)
-    var low = Infinity;
-    var high = -Infinity;
-    xs.forEach(function (x) { low = Math.min(low, x); high = Math.max(high, x); });
-    return high - low;
-  }
 
-  function wilson(successes, trials) {  // auditor.calibration.wilson_interval, z 1.96
-    var z = 1.96;
-    var share = successes / trials;
-    var denominator = 1 + z * z / trials;
-    var centre = (share + z * z / (2 * trials)) / denominator;
-    var half = z * Math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials)) / denominator;
+  function wilsonAt(share, effective) {  // reviewed._wilson
+    var z2 = Z95 * Z95;
+    var centre = (share + z2 / (2 * effective)) / (1 + z2 / effective);
+    var half = Z95 * Math.sqrt(share * (1 - share) / effective + z2 / (4 * effective * effective)) / (1 + z2 / effective);
     return [Math.max(0, centre - half), Math.min(1, centre + half)];
   }
 
   function labelsOnly(positives, n, population) {  // reviewed.labels_only_interval
     if (n === 0) { return [0, 1]; }
     if (n >= population) { return [positives / n, positives / n]; }
-    if (n / population < FINITE_SHARE) { return wilson(positives, n); }
-    var effective = n * (population - 1) / (population - n);
-    var p = positives / n;
-    var z2 = Z95 * Z95;
-    var centre = (p + z2 / (2 * effective)) / (1 + z2 / effective);
-    var half = Z95 * Math.sqrt(p * (1 - p) / effective + z2 / (4 * effective * effective)) / (1 + z2 / effective);
-    return [Math.max(0, centre - half), Math.min(1, centre + half)];
+    return wilsonAt(positives / n, n * (population - 1) / (population - n));
   }
 
-  // ppi_py's power tuning (_calc_lam_glm, one dimension, unweighted, clipped to [0, 1]) at
-  // the PPI point estimate, as ppi_mean_pointestimate and ppi_mean_ci both find it
-  function ppiLambda(y, yhat, unlabelled) {
+  function unseenErrorVariance(n) {  // reviewed._unseen_error_variance
+    var d = (Z95 * Z95 / 2) / (n + Z95 * Z95);
+    return d * (1 - d);
+  }
+
+  function labelsVariance(positives, n) {  // reviewed._labels_variance
+    var p = (positives + Z95 * Z95 / 2) / (n + Z95 * Z95);
+    return p * (1 - p);
+  }
+
+  // reviewed._difference (bounded): [theta, low, high, residual variance, weight] or null
+  function difference(y, f, everyone) {
     var n = y.length;
-    var big = unlabelled.length;
-    var point = mean(unlabelled) + mean(y.map(function (v, i) { return v - yhat[i]; }));
-    var grads = y.map(function (v) { return v - point; });
-    var gradsHat = yhat.map(function (v) { return v - point; });
-    var gradsHatUnlabelled = unlabelled.map(function (v) { return v - point; });
-    var gm = mean(grads);
-    var hm = mean(gradsHat);
-    var cov = (1 / n) * 2 * sum(grads.map(function (g, i) { return (g - gm) * (gradsHat[i] - hm); }));
-    var variance = var1(gradsHat.concat(gradsHatUnlabelled));
-    var lam = cov / (2 * (1 + n / big) * variance);
-    return Math.min(1, Math.max(0, lam));
+    var population = everyone.length;
+    var everyoneMean = mean(everyone);
+    var spread = sum(everyone.map(function (v) { return (v - everyoneMean) * (v - everyoneMean); })) / (population - 1);
+    if (!(spread > 0) || n < 3) { return null; }
+    var ym = mean(y);
+    var fm = mean(f);
+    var covariance = sum(y.map(function (v, i) { return (v - ym) * (f[i] - fm); })) / (n - 1);
+    var weight = Math.min(1, Math.max(0, covariance / spread));
+    if (weight <= 1e-9) { return null; }
+    var residuals = y.map(function (v, i) { return v - weight * f[i]; });
+    var rm = mean(residuals);
+    var value = weight * everyoneMean + rm;
+    var residual = sum(residuals.map(function (e) { return (e - rm) * (e - rm); })) / (n - 2);
+    residual = Math.max(residual, unseenErrorVariance(n));
+    var variance = (1 - n / population) * residual / n;
+    var share = Math.min(1, Math.max(0, value));
+    if (share === 0 || share === 1) { return null; }
+    var interval = wilsonAt(share, share * (1 - share) / variance);
+    return [value, interval[0], interval[1], residual, weight];
   }
 
-  function ppiMean(y, yhat, unlabelled) {  // [point estimate, low, high] at alpha 0.05
-    var lam = ppiLambda(y, yhat, unlabelled);
-    var rectified = y.map(function (v, i) { return v - lam * yhat[i]; });
-    var imputed = unlabelled.map(function (v) { return lam * v; });
-    var estimate = mean(imputed) + mean(rectified);
-    var imputedStd = std0(imputed) / Math.sqrt(unlabelled.length);
-    var rectifierStd = std0(rectified) / Math.sqrt(y.length);
-    var se = Math.sqrt(imputedStd * imputedStd + rectifierStd * rectifierStd);
-    return [estimate, estimate - Z95 * se, estimate + Z95 * se];
+  function labelsForHalfWidth(variance, population, halfWidth) {  // reviewed.labels_for_half_width
+    if (variance <= 0) { return 1; }
+    var needed = 1 / (halfWidth * halfWidth / (Z95 * Z95 * variance) + 1 / population);
+    return Math.min(population, Math.ceil(needed - 1e-9));
   }
 
   function reviewedRate(labels, labelledPredictions, allPredictions) {
@@ -258,27 +250,30 @@
     var positives = labels.filter(Boolean).length;
     var alone = labelsOnly(positives, n, population);
     var share = n ? positives / n : 0;
-    function result(value, low, high, method) {
-      return { value: value, low: low, high: high, labels: n, population: population, method: method };
+    function result(value, low, high, method, residual, weight) {
+      var labelsFor = {};
+      HALF_WIDTHS.forEach(function (h) {  // reviewed.labels_needed
+        labelsFor[h.toFixed(2)] = population <= 0 ? null :
+          (n >= population ? population : labelsForHalfWidth(residual, population, h));
+      });
+      return {
+        value: value, low: low, high: high, labels: n, population: population, method: method,
+        residualVariance: residual, judgeWeight: weight, labelsFor: labelsFor
+      };
     }
-    if (n === 0) { return result(0, 0, 1, "no labels"); }
-    if (n >= population || n / population >= FINITE_SHARE) {
-      return result(share, alone[0], alone[1], "labels (finite population)");
+    function byLabels(method) {
+      return result(share, alone[0], alone[1], method || "labels (Wilson, finite population)",
+        n >= population ? 0 : labelsVariance(positives, n), null);
     }
-    if (n < MIN_FOR_PPI) { return result(share, alone[0], alone[1], "labels (Wilson)"); }
+    if (n === 0) { return result(0, 0, 1, "no labels", 0.25, null); }
+    if (n >= population) { return byLabels("labels (all reviewed)"); }
+    if (n < MIN_FOR_JUDGE || positives === 0 || positives === n) { return byLabels(); }
     var y = labels.map(function (v) { return v ? 1 : 0; });
-    if (ptp(labelledPredictions) === 0 && ptp(allPredictions) === 0) {
-      return result(share, alone[0], alone[1], "labels (Wilson)");  // a constant judge
-    }
-    if (positives === 0 || positives === n) {
-      return result(share, alone[0], alone[1], "labels (Wilson)");  // every label alike
-    }
-    var ppi = ppiMean(y, labelledPredictions, allPredictions);
-    if (ppi[2] - ppi[1] >= alone[1] - alone[0]) {
-      return result(share, alone[0], alone[1], "labels (Wilson)");  // the judge no help
-    }
-    return result(Math.min(1, Math.max(0, ppi[0])), Math.max(0, ppi[1]), Math.min(1, ppi[2]), "ppi++");
+    var found = difference(y, labelledPredictions, allPredictions);
+    if (found === null || found[2] - found[1] >= alone[1] - alone[0]) { return byLabels(); }
+    return result(Math.min(1, Math.max(0, found[0])), found[1], found[2], "difference (finite population)", found[3], found[4]);
   }
+  // --- end of the reviewed_rate port ---
 
   function percent(x, digits) {
     var text = (x * 100).toFixed(digits);
