@@ -30,6 +30,11 @@ def iter_objects(path: Path, fields: str) -> Iterator[tuple[str, dict[str, Any]]
         # JSON allows raw inside strings
         lines = data.decode("utf-8-sig").split("\n")
     except UnicodeDecodeError as exc:
+        if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or b"\x00" in data[:200]:
+            raise BadInput(
+                f"{path}: UTF-16 (Windows editors save it so); convert it to UTF-8, e.g. "
+                f"iconv -f utf-16 -t utf-8 {path} > fixed.jsonl"
+            ) from exc
         start = exc.start + (len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0)
         bad_line = data[:start].count(b"\n") + 1
         raise BadInput(

@@ -141,6 +141,7 @@ def check_fingerprint(check_manifest: dict[str, Any] | None) -> str | None:
         "sources": check_manifest.get("sources"),
         "kb": (check_manifest.get("kb") or {}).get("manifest_sha256"),
         "started_at": check_manifest.get("started_at"),
+        "check_id": check_manifest.get("check_id"),
     }
     encoded = json.dumps(basis, sort_keys=True, default=str).encode()
     return hashlib.sha256(encoded).hexdigest()[:16]

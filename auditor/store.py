@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -28,6 +29,8 @@ __all__ = [
     "read_jsonl",
     "read_records",
     "read_run_manifest",
+    "refuse_other_records",
+    "share_records",
     "torn_note",
     "write_run_manifest",
 ]
@@ -196,3 +199,28 @@ class RecordWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def refuse_other_records(run_dir: Path, out_dir: Path) -> None:
+    """BadInput when `out_dir` (a new run dir to share `run_dir`'s records) already holds
+    another run's manifest or records: only the same run's copy is resumed."""
+    for name in (MANIFEST, RECORDS):
+        there = out_dir / name
+        if there.exists() and there.read_bytes() != (run_dir / name).read_bytes():
+            raise BadInput(
+                f"{there}: another run's {name} than {run_dir}'s; give --out a new dir (it "
+                "shares RUN_DIR's records and is checked anew)"
+            )
+
+
+def share_records(run_dir: Path, out_dir: Path) -> None:
+    """A new run dir with `run_dir`'s manifest and records (copied: the answers are the same,
+    the check is another), each written whole."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in (MANIFEST, RECORDS):
+        target = out_dir / name
+        if target.exists():
+            continue
+        partial = target.with_name(target.name + ".partial")
+        shutil.copyfile(run_dir / name, partial)
+        os.replace(partial, target)

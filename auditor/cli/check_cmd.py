@@ -27,7 +27,15 @@ from auditor.errors import AuditorError
 from auditor.files import Read, check_output_dir, refuse_output_on_input
 from auditor.ingest.manifest import read_manifest
 from auditor.scale.checking import ray_runner
-from auditor.store import CHECK_MANIFEST, CHECKS, ENGINE_LOG, MANIFEST, RECORDS
+from auditor.store import (
+    CHECK_MANIFEST,
+    CHECKS,
+    ENGINE_LOG,
+    MANIFEST,
+    RECORDS,
+    refuse_other_records,
+    share_records,
+)
 from auditor.verify.answers import (
     choose_sources,
     items_from_rows,
@@ -39,6 +47,7 @@ from auditor.verify.check import (
     check_run,
     import_answers,
     items_from_run,
+    refuse_other_check,
     refuse_unresumable,
 )
 
@@ -57,7 +66,12 @@ CHECK_WRITES = (CHECKS, CHECK_MANIFEST, ENGINE_LOG)
     help="Audit answers produced elsewhere (JSONL: id, question, contexts, answer, reference?).",
 )
 @click.option(
-    "--out", "out_dir", type=click.Path(path_type=Path), help="Where --answers writes its run dir."
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    help="Where --answers writes its run dir; with RUN_DIR, a new run dir sharing its records "
+    "(manifest and answers copied), checked anew: with another judge, calibration or examples "
+    "than the one that checked RUN_DIR.",
 )
 @click.option(
     "--index",
@@ -94,12 +108,16 @@ def check(
 
     Writes RUN_DIR/checks.jsonl (claims with spans, verdicts, reasons and supporting chunk
     ids; faithfulness, context precision, answer relevancy, context recall; judge usage).
-    Re-running resumes. With --calibration the judge decides at the calibration's threshold,
+    Re-running resumes (checks made by another judge configuration, calibration or examples are
+    never resumed: check into a new run dir with --out). With --calibration the judge decides at the calibration's threshold,
     so that `auditor report --calibration` can correct the rates.
     """
 
     if (run_dir is None) == (answers_path is None):
         raise click.UsageError("give RUN_DIR, or --answers FILE with --out DIR")
+    # RUN_DIR --out NEW: a new run dir sharing RUN_DIR's records, checked anew (another judge,
+    # calibration or examples than the one that checked RUN_DIR)
+    forked = run_dir is not None and out_dir is not None
     if answers_path is not None and out_dir is None:
         raise click.UsageError("--answers needs --out DIR")
     if out_dir is not None:
@@ -132,13 +150,19 @@ def check(
         items = items_from_rows(answers.rows, answers_path)
     else:
         assert run_dir is not None
-        items, target = items_from_run(run_dir), run_dir
+        items, target = items_from_run(run_dir), out_dir if forked and out_dir else run_dir
+        if forked:
+            refuse_other_records(run_dir, target)
     if kb_index is not None:
         read_manifest(kb_index)  # BadInput naming the dir when it is no index
     check_ray_option(ray)
     choose_sources(items[:limit], target, sources, kb_index)
     refuse_unresumable(target, items[:limit], kb_index)
     config, examples = load_examples_option(examples_path, config, items[:limit])
+    refuse_other_check(target, config, examples)
+    if forked:
+        assert run_dir is not None
+        share_records(run_dir, target)
     if answers is not None:
         items = import_answers(answers, target)
     items = items[:limit]

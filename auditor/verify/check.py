@@ -10,6 +10,7 @@ and an interrupted check resumes where it stopped.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ __all__ = [
     "check_run",
     "import_answers",
     "items_from_run",
+    "refuse_other_check",
     "refuse_unresumable",
 ]
 
@@ -190,6 +192,9 @@ def check_into(
         "judge": {"config": config.model_dump(mode="json"), "sha256": config_sha256(config)},
         "sources": sorted({item.sources for item in items}),
         "started_at": utc_now(),
+        # this check's own id (review.check_fingerprint): kept when it resumes, new when it
+        # begins anew, however close in time
+        "check_id": uuid.uuid4().hex,
     }
     if kb_id is not None and any(item.sources != "returned" for item in items):
         manifest["kb"] = kb_id
@@ -208,7 +213,9 @@ def check_into(
         if done:
             _refuse_other_sources(out_dir, items)
             _refuse_other_examples(out_dir, previous, manifest)
-        manifest["started_at"] = previous.get("started_at", manifest["started_at"])
+        if done:  # a resumed check; one begun anew has new claims, and a new fingerprint
+            manifest["started_at"] = previous.get("started_at", manifest["started_at"])
+            manifest["check_id"] = previous.get("check_id", manifest["check_id"])
         if "identity" in previous.get("judge", {}):  # until a cluster's actors report theirs
             manifest["judge"]["identity"] = previous["judge"]["identity"]
     identity = runner.identity()
@@ -279,6 +286,7 @@ def check_run(
     """
     for out_dir, items in targets:
         refuse_unresumable(out_dir, items, kb_index)
+        refuse_other_check(out_dir, config, examples)
     pending = [(d, items) for d, items in targets if {i.id for i in items} - _checked_ids(d)]
     summaries: dict[Path, CheckSummary] = {}
     memory = None
@@ -353,6 +361,33 @@ def refuse_unresumable(out_dir: Path, items: list[AnswerItem], kb_index: Path | 
         raise BadInput(f"{out_dir}: checking against the knowledge base needs --index KB_DIR")
     if kb_index is not None and uses_kb:
         _refuse_other_kb(out_dir, kb_index)
+
+
+def refuse_other_check(out_dir: Path, config: JudgeConfig, examples: ExampleBook | None) -> None:
+    """BadInput, before any engine starts, when `out_dir` holds checks made by another judge
+    configuration (a calibration's threshold included) or with other examples (or none): they
+    are not this check's to resume, and printing them as this check's would show old verdicts
+    as new. The message names both and the command that re-checks into a new run dir."""
+    previous = read_check_manifest(out_dir)
+    if previous is None or not _checked_ids(out_dir):
+        return
+    judge = previous.get("judge", {})
+    current = {"config": config.model_dump(mode="json"), "sha256": config_sha256(config)}
+    before = (judge.get("examples") or {}).get("sha256")
+    now = None if examples is None else examples.sha256
+    if _same_judge(judge, current) and before == now:
+        return
+
+    def named(sha: Any, examples_sha: Any) -> str:
+        shown = f"judge {str(sha)[:12]}"
+        return shown + (f" with examples {str(examples_sha)[:12]}" if examples_sha else "")
+
+    raise BadInput(
+        f"{out_dir / CHECK_MANIFEST}: its answers were checked by {named(judge.get('sha256'), before)}"
+        f", not {named(current['sha256'], now)} (another judge setting, calibration or examples); "
+        "re-check into a new run dir that shares its records: add --out NEW_DIR "
+        f"(or remove {out_dir / CHECKS} to re-check here)"
+    )
 
 
 def _refuse_other_examples(
