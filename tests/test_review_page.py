@@ -14,6 +14,7 @@ import pytest
 
 from auditor.report import _evidence_at, _marked_pieces, _review_views
 from auditor.results import RunArtifacts
+from auditor.review import population_sha256, run_fingerprint
 
 CHUNK = (
     "Returns are free.  Unopened thermostats can be\nreturned within 30 days. Opened ones cannot."
@@ -91,16 +92,19 @@ def _run(tmp_path: Path, threshold: float | None) -> RunArtifacts:
         {"id": "q2", "claims": [_claim("Fine.", [0, 5], "supported", 0.9)]},
         {"id": "q3", "claims": [_claim("Yes.", None, "unsupported", 0.1)]},
     ]
+    manifest = {"pipeline": {"name": "p"}}
     review = {
-        "schema_version": 1,
+        "schema_version": 2,
         "seed": 0,
         "size": 2,
         "population": 3,
+        "population_sha256": population_sha256(["q1", "q2", "q3"]),
+        "fingerprint": run_fingerprint(manifest),
         "sample": [{"id": "q1"}, {"id": "q2"}],
     }
     (tmp_path / "review.json").write_text(json.dumps(review), encoding="utf-8")
     judge = None if threshold is None else {"judge": {"config": {"support_threshold": threshold}}}
-    return RunArtifacts(tmp_path, {"pipeline": {"name": "p"}}, records, checks, judge)
+    return RunArtifacts(tmp_path, manifest, records, checks, judge)
 
 
 def test_a_drawn_answer_carries_its_label_data_flagged_claims_first_and_marked_sources(

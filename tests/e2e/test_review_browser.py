@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from auditor.claim_rows import Claim, flagged_at
 from auditor.cli import cli
 from auditor.results import RunArtifacts, load_run
-from auditor.review import run_fingerprint
+from auditor.review import check_fingerprint, run_fingerprint
 from auditor.reviewed import reviewed_rate
 from tests.browser import open_report
 from tests.test_review import _checked
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.e2e
 SAMPLE = 8
 LABELS_ALONE, WITH_JUDGE = "labels (Wilson, finite population)", "difference (finite population)"
 KEYS = {"id", "pipeline", "fingerprint", "hallucinated", "reviewer", "labelled_at", "question"}
-KEYS |= {"answer", "contexts", "source_id", "spans"}
+KEYS |= {"answer", "contexts", "source_id", "spans", "check_fingerprint", "role"}
 
 
 def _threshold(run: RunArtifacts) -> float:
@@ -57,6 +57,8 @@ def _check_label(label: dict[str, Any], run: RunArtifacts, reviewer: str, since:
     check = next(r for r in run.checks if str(r["id"]) == label["id"])
     assert label["pipeline"] == run.name
     assert label["fingerprint"] == run_fingerprint(run.manifest)
+    assert label["check_fingerprint"] == check_fingerprint(run.check_manifest)
+    assert label["role"] == "first"  # the page's first review, its default role
     assert label["question"] == record["question"] and label["answer"] == record["answer"]
     assert label["contexts"] == [c["text"] for c in record["retrieved"]]
     assert label["source_id"] == label["id"] and label["reviewer"] == reviewer

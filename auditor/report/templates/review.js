@@ -1,9 +1,13 @@
 (function () {
   "use strict";
   // People's review of the sampled answers: marks kept in localStorage per run fingerprint,
-  // exported as labels.jsonl (auditor report --labels, check --examples, calibrate --labels).
-  // Reads only data- attributes and JSON.parse of the report's application/json blocks, and
-  // writes only textContent: nothing from a model or a document is ever parsed as HTML.
+  // reviewer and role, exported as labels.jsonl (auditor report --labels, check --examples,
+  // calibrate --labels). Roles: the first review (every drawn answer), the blind second
+  // review (only the answers drawn for it; no other reviewer's marks are ever loaded) and the
+  // adjudicator (the answers where the first and second reviewers' files, read here from
+  // local files, disagree). Reads only data- attributes, JSON.parse of the report's
+  // application/json blocks and of the chosen files, and writes only textContent: nothing from
+  // a model, a document or a labels file is ever parsed as HTML.
   var runs = Array.prototype.slice.call(document.querySelectorAll("section.review-run"));
   var download = document.getElementById("review-download");
   if (!runs.length || !download) { return; }
@@ -11,8 +15,26 @@
   var storageNote = document.getElementById("review-storage");
   var reviewerInput = document.getElementById("review-reviewer");
   var message = document.getElementById("review-message");
+  var roleSelect = document.getElementById("review-role");
+  var roleNote = document.getElementById("review-role-note");
+  var adjudicateBar = document.getElementById("review-adjudicate");
+  var filesInput = document.getElementById("review-adjudicate-files");
+  var adjudicateSummary = document.getElementById("review-adjudicate-summary");
   var PREFIX = "auditor-review:";
   var REVIEWER_KEY = PREFIX + "reviewer";
+  var ROLE_KEY = PREFIX + "role";
+  // each role: what a line's "role" says, the file it downloads as, what the page shows
+  var ROLES = {
+    first: { file: "labels.jsonl", note: "First review: every drawn answer, in the order drawn." },
+    second: {
+      file: "labels-second.jsonl",
+      note: "Second review, blind: only the answers drawn for a second review, in the order drawn; no other reviewer's marks are shown. Download your labels as your own file."
+    },
+    adjudicator: {
+      file: "labels-adjudicator.jsonl",
+      note: "Adjudicate: load the first and second reviewers' files; the answers they disagree on are listed with both labels. Your label settles each."
+    }
+  };
   // 2: [id, mark] pairs (1 kept a plain object keyed by answer id: an id "__proto__" broke it)
   var VERSION = 2;
   var store = null;
@@ -56,25 +78,37 @@
     return mark;
   }
 
+  // one reviewer's marks in one role on one run: the second never loads the first's
+  function storeKey(fingerprint, role, name) { return PREFIX + JSON.stringify([fingerprint, role, name]); }
+
   var older = false;
-  function load(fingerprint) {
+  // the marks kept under `key`; `name` set: only those that reviewer made (the page kept
+  // every reviewer's first-review marks under the run's fingerprint alone before roles)
+  function read(key, name) {
     var marks = new Map();
-    if (!store) { return marks; }
-    try {
-      var saved = JSON.parse(store.getItem(PREFIX + fingerprint) || "null");
-      if (saved && saved.version === VERSION && Array.isArray(saved.answers)) {
-        saved.answers.forEach(function (entry) {
-          if (Array.isArray(entry) && typeof entry[0] === "string" && entry[1] && typeof entry[1] === "object") {
-            marks.set(entry[0], readMark(entry[1]));
-          }
-        });
-      } else if (saved) {
-        older = true;  // another version's marks: not read (they are overwritten on a mark)
-      }
-    } catch (err) {
-      marks = new Map();
+    var saved = JSON.parse(store.getItem(key) || "null");
+    if (saved && saved.version === VERSION && Array.isArray(saved.answers)) {
+      saved.answers.forEach(function (entry) {
+        if (Array.isArray(entry) && typeof entry[0] === "string" && entry[1] && typeof entry[1] === "object") {
+          var mark = readMark(entry[1]);
+          if (name === undefined || mark.reviewer === name) { marks.set(entry[0], mark); }
+        }
+      });
+    } else if (saved) {
+      older = true;  // another version's marks: not read (they are overwritten on a mark)
     }
-    return marks;
+    return saved ? marks : null;
+  }
+
+  function load(fingerprint, role, name) {
+    if (!store) { return new Map(); }
+    try {
+      var marks = read(storeKey(fingerprint, role, name));
+      var earlier = role === "first" ? read(PREFIX + fingerprint, name) : null;
+      return marks || earlier || new Map();
+    } catch (err) {
+      return new Map();
+    }
   }
 
   var items = [];
@@ -88,29 +122,61 @@
       rate: section.querySelector(".review-rate-value"),
       population: Number.isInteger(judge.population) ? judge.population : 0,
       flagged: Number.isInteger(judge.flagged) ? judge.flagged : 0,
+      checkFingerprint: section.dataset.checkFingerprint || "",
+      secondReview: section.dataset.secondReview === "true",
+      rateLine: section.querySelector(".review-rate"),
+      roleNone: section.querySelector(".review-role-none"),
       items: [],
-      marks: load(section.dataset.fingerprint)
+      marks: new Map(),
+      // the first and second reviewers' labels loaded to adjudicate: id -> what each said
+      loaded: { first: new Map(), second: new Map() }
     };
     section.querySelectorAll("article.review-item").forEach(function (article) {
       var data = parsed(article.querySelector("script.review-data"), {});
-      var item = { run: runIndex, article: article, id: article.dataset.id, data: data };
+      var item = {
+        run: runIndex,
+        article: article,
+        id: article.dataset.id,
+        data: data,
+        second: article.dataset.second === "true",
+        both: article.querySelector(".review-both")
+      };
       run.items.push(item);
       items.push(item);
     });
     return run;
   });
-  if (older) { storageNote.textContent = "(marks kept by an older version of this page are not read)"; }
 
   if (reviewerInput && store) {
     try { reviewerInput.value = store.getItem(REVIEWER_KEY) || ""; } catch (err) { reviewerInput.value = ""; }
   }
+  if (roleSelect && store) {
+    try {
+      var keptRole = store.getItem(ROLE_KEY);
+      if (keptRole && Object.prototype.hasOwnProperty.call(ROLES, keptRole)) { roleSelect.value = keptRole; }
+    } catch (err) { /* the first review */ }
+  }
   function reviewer() { return reviewerInput ? reviewerInput.value.trim() : ""; }
+  function role() {
+    var value = roleSelect ? roleSelect.value : "first";
+    return Object.prototype.hasOwnProperty.call(ROLES, value) ? value : "first";
+  }
   if (reviewerInput) {
     reviewerInput.addEventListener("input", function () {
       if (store) {
         try { store.setItem(REVIEWER_KEY, reviewerInput.value); } catch (err) { /* kept in the page */ }
       }
       if (reviewer()) { message.textContent = ""; }
+      reload();
+    });
+  }
+  if (roleSelect) {
+    roleSelect.addEventListener("change", function () {
+      if (store) {
+        try { store.setItem(ROLE_KEY, role()); } catch (err) { /* kept in the page */ }
+      }
+      message.textContent = "";
+      reload();
     });
   }
   // a mark needs a name: each label says who made it
@@ -150,7 +216,7 @@
       }]);
     });
     try {
-      store.setItem(PREFIX + run.fingerprint, JSON.stringify({ version: VERSION, answers: answers }));
+      store.setItem(storeKey(run.fingerprint, role(), reviewer()), JSON.stringify({ version: VERSION, answers: answers }));
     } catch (err) {
       storageNote.textContent = "(could not keep the marks in this browser: download them before closing)";
     }
@@ -310,16 +376,103 @@
       bound(rate.high) + " %), " + rate.labels + " label" + (rate.labels === 1 ? "" : "s") + ", " + rate.method;
   }
 
+  // the answer's first and second labels where the loaded files disagree on it, else null
+  function disagreement(item) {
+    var loaded = state[item.run].loaded;
+    var first = loaded.first.get(item.id);
+    var second = loaded.second.get(item.id);
+    return first && second && first.hallucinated !== second.hallucinated ? { first: first, second: second } : null;
+  }
+
+  // shown in the role chosen: the first review every drawn answer, the second only those
+  // drawn for it, the adjudicator those the loaded reviews disagree on
+  function eligible(item) {
+    var now = role();
+    if (now === "second") { return item.second; }
+    if (now === "adjudicator") { return disagreement(item) !== null; }
+    return true;
+  }
+
+  // downloaded in the role chosen (a second review only of the answers drawn for it)
+  function exported(run, item) {
+    return labelled(run, item) && (role() !== "second" || item.second);
+  }
+
   function counts() {
     var all = 0;
     state.forEach(function (run) {
-      var done = run.items.filter(function (item) { return labelled(run, item); }).length;
-      all += done;
-      run.progress.textContent = done + " of " + run.items.length + " reviewed";
+      var shown = run.items.filter(eligible);
+      var done = shown.filter(function (item) { return labelled(run, item); }).length;
+      all += run.items.filter(function (item) { return exported(run, item); }).length;
+      run.progress.textContent = done + " of " + shown.length + " reviewed";
       showRate(run);
     });
     total.textContent = all + " label" + (all === 1 ? "" : "s") + " to download";
     download.disabled = all === 0;
+  }
+
+  function said(hallucinated) { return hallucinated ? "hallucinated" : "not hallucinated"; }
+
+  // both reviewers' labels of a disputed answer, as text
+  function showBoth(item, found) {
+    var box = item.both;
+    if (!box) { return; }
+    box.textContent = "";
+    box.hidden = !found;
+    if (!found) { return; }
+    [["First review", found.first], ["Second review", found.second]].forEach(function (pair) {
+      var line = document.createElement("p");
+      var head = document.createElement("strong");
+      head.textContent = pair[0] + " (" + (pair[1].reviewer || "unnamed") + "): ";
+      line.appendChild(head);
+      line.appendChild(document.createTextNode(said(pair[1].hallucinated) + (pair[1].note ? ". Note: " + pair[1].note : "")));
+      line.className = "review-both-" + (pair[0] === "First review" ? "first" : "second");
+      box.appendChild(line);
+    });
+  }
+
+  // the answers of the role chosen shown, the others hidden; what each run has for the role
+  function arrange() {
+    var now = role();
+    if (roleNote) { roleNote.textContent = ROLES[now].note; }
+    if (adjudicateBar) { adjudicateBar.hidden = now !== "adjudicator"; }
+    var anyLoaded = state.some(function (run) { return run.loaded.first.size || run.loaded.second.size; });
+    state.forEach(function (run) {
+      var shown = 0;
+      run.items.forEach(function (item) {
+        var on = eligible(item);
+        item.article.hidden = !on;
+        if (on) { shown += 1; }
+        showBoth(item, now === "adjudicator" ? disagreement(item) : null);
+      });
+      // the provisional rate is the first review's (a second review's labels count in no rate)
+      if (run.rateLine) { run.rateLine.hidden = now !== "first"; }
+      var none = "";
+      if (now === "second" && !run.secondReview) {
+        none = "No answers of this run were drawn for a second review: auditor review RUN_DIR --sample N --second-review 0.2, then report again.";
+      } else if (now === "adjudicator" && !anyLoaded) {
+        none = "Load the first and second reviewers' labels files above: the answers they disagree on are listed here.";
+      } else if (now === "adjudicator" && !shown) {
+        none = "No answer of this run on which the loaded first and second reviews disagree.";
+      }
+      if (run.roleNone) {
+        run.roleNone.textContent = none;
+        run.roleNone.hidden = !none;
+      }
+    });
+    if (current >= 0 && items[current].article.hidden) {
+      items[current].article.classList.remove("current");
+      current = -1;
+    }
+  }
+
+  // the marks of the reviewer named in the role chosen (another reviewer's never load)
+  function reload() {
+    state.forEach(function (run) { run.marks = load(run.fingerprint, role(), reviewer()); });
+    if (older) { storageNote.textContent = "(marks kept by an older version of this page are not read)"; }
+    items.forEach(show);
+    arrange();
+    counts();
   }
 
   function changed(item) {
@@ -341,11 +494,19 @@
     }
   }
 
-  // the next answer with no yes/no after the current one, wrapping around; -1 when none
+  // the nearest answer shown from `from` in `direction` (1 or -1); -1 when none
+  function nearest(from, direction) {
+    for (var index = from; index >= 0 && index < items.length; index += direction) {
+      if (!items[index].article.hidden) { return index; }
+    }
+    return -1;
+  }
+
+  // the next answer shown with no yes/no after the current one, wrapping around; -1 when none
   function nextUnlabelled() {
     for (var step = 1; step <= items.length; step += 1) {
       var index = (current + step) % items.length;
-      if (!labelled(state[items[index].run], items[index])) { return index; }
+      if (!items[index].article.hidden && !labelled(state[items[index].run], items[index])) { return index; }
     }
     return -1;
   }
@@ -395,14 +556,15 @@
     if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) { return; }
     var key = event.key;
     if (key === "j") {
-      select(Math.min(current + 1, items.length - 1), true);
+      select(nearest(current + 1, 1), true);
     } else if (key === "k") {
-      select(Math.max(current - 1, 0), true);
+      select(current < 0 ? nearest(0, 1) : nearest(current - 1, -1), true);
     } else if (key === "u" && items.length) {
       var next = nextUnlabelled();
-      if (next >= 0) { select(next, true); } else { message.textContent = "Every drawn answer is marked."; }
-    } else if ((key === "y" || key === "n") && items.length) {
-      if (current < 0) { select(0, true); }
+      if (next >= 0) { select(next, true); } else { message.textContent = "Every answer shown is marked."; }
+    } else if (key === "y" || key === "n") {
+      if (current < 0) { select(nearest(0, 1), true); }
+      if (current < 0) { return; }  // no answer shown in this role
       setAnswer(items[current], key === "y", false);
     } else {
       return;
@@ -428,12 +590,20 @@
 
   function labels() {
     var lines = [];
+    var now = role();
     state.forEach(function (run) {
       run.items.forEach(function (item) {
-        if (!labelled(run, item)) { return; }
+        if (!exported(run, item)) { return; }
         var mark = run.marks.get(item.id);
         var data = item.data;
-        var label = { id: item.id, pipeline: run.pipeline, fingerprint: run.fingerprint, hallucinated: mark.hallucinated };
+        var label = {
+          id: item.id,
+          pipeline: run.pipeline,
+          fingerprint: run.fingerprint,
+          check_fingerprint: run.checkFingerprint || null,
+          role: now,
+          hallucinated: mark.hallucinated
+        };
         var claims = Array.from(mark.claims.keys()).sort(function (a, b) { return a - b; });
         if (claims.length) {
           label.claims = claims.map(function (k) { return { index: k, judge_right: mark.claims.get(k) }; });
@@ -455,18 +625,129 @@
   download.addEventListener("click", function () {
     var lines = labels();
     if (!lines.length) { return; }
+    var name = ROLES[role()].file;
     var url = URL.createObjectURL(new Blob(lines, { type: "application/x-ndjson" }));
     var link = document.createElement("a");
     link.href = url;
-    link.download = "labels.jsonl";
+    link.download = name;
     link.hidden = true;
     document.body.appendChild(link);
     link.click();
     link.remove();
     setTimeout(function () { URL.revokeObjectURL(url); }, 60000);
-    total.textContent = lines.length + " label" + (lines.length === 1 ? "" : "s") + " saved as labels.jsonl";
+    total.textContent = lines.length + " label" + (lines.length === 1 ? "" : "s") + " saved as " + name;
   });
 
-  counts();
-  if (items.length) { select(0, false); }
+  // --- adjudication: the first and second reviewers' files, read in this browser ----------
+  function runOf(label) {
+    if (typeof label.pipeline === "string") {
+      return state.find(function (run) { return run.pipeline === label.pipeline; }) || null;
+    }
+    return state.length === 1 ? state[0] : null;
+  }
+
+  // one line of a labels file into its run's loaded labels; a reason when it is not taken
+  function take(label, where, counted) {
+    if (!label || typeof label !== "object" || Array.isArray(label)) { return where + ": not a label"; }
+    var ident = typeof label.id === "number" ? String(label.id) : label.id;
+    if (typeof ident !== "string" || typeof label.hallucinated !== "boolean") {
+      return where + ": no id and hallucinated";
+    }
+    var kind = label.role === undefined || label.role === null ? "first" : label.role;
+    if (kind === "adjudicator") {
+      counted.adjudicator += 1;
+      return null;
+    }
+    if (kind !== "first" && kind !== "second") { return where + ": role is not first, second or adjudicator"; }
+    var run = runOf(label);
+    if (!run) { return where + ": pipeline not in this report"; }
+    if (typeof label.fingerprint === "string" && label.fingerprint !== run.fingerprint) {
+      return where + ": labelled on another run's page";
+    }
+    if (!run.items.some(function (item) { return item.id === ident; })) {
+      return where + ": answer not among " + run.pipeline + "'s drawn answers";
+    }
+    if (typeof label.check_fingerprint === "string" && run.checkFingerprint && label.check_fingerprint !== run.checkFingerprint) {
+      counted.otherCheck += 1;
+    }
+    var entry = {
+      hallucinated: label.hallucinated,
+      reviewer: typeof label.reviewer === "string" ? label.reviewer : "",
+      note: typeof label.note === "string" ? label.note : "",
+      where: where
+    };
+    var earlier = run.loaded[kind].get(ident);
+    if (earlier && earlier.hallucinated !== entry.hallucinated) {
+      return where + ": answer " + ident + " labelled differently in the " + kind + " review at " + earlier.where + " (the first kept)";
+    }
+    if (!earlier) { run.loaded[kind].set(ident, entry); }
+    counted[kind] += 1;
+    return null;
+  }
+
+  function describeLoaded(counted, problems) {
+    var pairs = 0;
+    var apart = 0;
+    var names = { first: new Set(), second: new Set() };
+    state.forEach(function (run) {
+      ["first", "second"].forEach(function (kind) {
+        run.loaded[kind].forEach(function (entry) { names[kind].add(entry.reviewer || "unnamed"); });
+      });
+      run.loaded.second.forEach(function (entry, ident) {
+        var first = run.loaded.first.get(ident);
+        if (first) {
+          pairs += 1;
+          if (first.hallucinated !== entry.hallucinated) { apart += 1; }
+        }
+      });
+    });
+    var list = function (set) { return Array.from(set).sort().join(", ") || "nobody yet"; };
+    var text = "Loaded: first review by " + list(names.first) + ", second review by " + list(names.second) +
+      "; " + pairs + " answer" + (pairs === 1 ? "" : "s") + " reviewed by both, " + apart + " disagree" +
+      (apart === 1 ? "s" : "") + ".";
+    if (counted.adjudicator) { text += " " + counted.adjudicator + " earlier adjudication line(s) not loaded."; }
+    if (counted.otherCheck) { text += " " + counted.otherCheck + " label(s) made on another check of this run."; }
+    if (problems.length) {
+      text += " " + problems.length + " line(s) skipped: " + problems.slice(0, 3).join("; ") + (problems.length > 3 ? "; ..." : "") + ".";
+    }
+    adjudicateSummary.textContent = text;
+  }
+
+  if (filesInput) {
+    filesInput.addEventListener("change", function () {
+      var chosen = Array.prototype.slice.call(filesInput.files || []);
+      if (!chosen.length) { return; }
+      Promise.all(chosen.map(function (file) {
+        return file.text().then(function (text) { return { name: file.name, text: text }; });
+      })).then(function (read) {
+        var counted = { first: 0, second: 0, adjudicator: 0, otherCheck: 0 };
+        var problems = [];
+        read.forEach(function (file) {
+          file.text.split(/\r?\n/).forEach(function (line, k) {
+            if (!line.trim()) { return; }
+            var where = file.name + ":" + (k + 1);
+            var label;
+            try {
+              label = JSON.parse(line);
+            } catch (err) {
+              problems.push(where + ": not JSON");
+              return;
+            }
+            var problem = take(label, where, counted);
+            if (problem) { problems.push(problem); }
+          });
+        });
+        filesInput.value = "";
+        describeLoaded(counted, problems);
+        arrange();
+        counts();
+      }, function () {
+        adjudicateSummary.textContent = "Could not read the chosen files.";
+      });
+    });
+  }
+
+  reload();
+  var first = nearest(0, 1);
+  if (first >= 0) { select(first, false); }
 })();
