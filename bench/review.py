@@ -1,33 +1,41 @@
-"""Reviewed rates on real labelled answers: how wide, and how often right, per way of using
-a review of N answers, over many random reviews of one stored check run.
+"""Reviewed rates on real labelled answers: how wide, and how often right, per way of drawing
+and rating a review of n of the N answers, over many random reviews of one stored check run.
 
     .venv/bin/python bench/review.py RUN_DIR [--data dev.jsonl] [--sizes 20 40 60]
         [--reviews 1000] [--name NAME]
 
 RUN_DIR is a check run of labelled answers (`bench/agreement.py --out RUN_DIR`, e.g. the 150
 RAGTruth QA dev answers); the truth is the share of its answers people labelled hallucinated.
-For each review size N, `--reviews` random reviews, each arm's 95 % interval; per arm the
-coverage (share of reviews whose interval holds the truth) and the mean width:
-- labels alone (Wilson; with the finite-population correction from half the answers on);
-- PPI++ with the judge's verdict (the product's `reviewed_rate`), and with its answer score;
-- PPI++ with a sample stratified by the verdict (half the reviews among flagged answers,
-  weighted by inverse inclusion probability);
-- active: answers the judge is least sure of more likely picked (Poisson sampling, inclusion
-  probability proportional to sqrt(s (1 - s)) of the answer score s, floored at 0.2 of the
-  mean), weighted by inverse inclusion probability (Zrnic and Candes 2024);
-- Rogan-Gladen: the judged rate of all answers corrected with the judge's sensitivity and
-  specificity measured on the review (the `--calibration` arithmetic with in-audit labels).
+For each review size n, `--reviews` random reviews, each drawn twice (uniformly, and
+stratified on the judge's score), each arm's 95 % interval on the same draws; per arm the
+coverage (share of reviews whose interval holds the truth), the mean width, and the width
+against today's estimator (`today_rate`: PPI++ with the verdict, as shipped before the
+finite-population estimators):
+- uniform draw: the labels alone, Wilson (today's: no finite-population correction below
+  half the answers) and Wilson with the correction (`labels_only_interval`); today's PPI++
+  with the verdict and with the answer score; the difference estimator with the correction
+  (`reviewed_rate`) with the verdict and with the answer score;
+- stratified draw (`stratified_order`: 4 strata of the answer score, proportional
+  allocation, every prefix of the order such a sample): the stratified estimator
+  (`stratified_rate`) and the labels alone with the correction;
+- and, from earlier measurements: PPI++ with a sample stratified by the verdict (half the
+  reviews among flagged answers, weighted by inverse inclusion probability); active (answers
+  the judge is least sure of more likely picked: Poisson sampling, inclusion probability
+  proportional to sqrt(s (1 - s)) of the answer score s, floored at 0.2 of the mean, weighted
+  by inverse inclusion probability; Zrnic and Candes 2024); Rogan-Gladen (the judged rate of
+  all answers corrected with the judge's sensitivity and specificity measured on the review).
 Writes bench/results/NAME.json.
 
-    .venv/bin/python bench/review.py RUN_DIR --as-people-work [--sizes 20 40] [--reviews 1000]
+    .venv/bin/python bench/review.py RUN_DIR --as-people-work [--sizes 20 40 60] [--reviews 1000]
 
 The loop as a team runs it, on a copy of RUN_DIR: each review drawn by `auditor review COPY
 --sample N --seed K` (K = 0, 1, ...), the drawn answers' labels written as the report's review
 page writes them (people's labels from --data), and the reviewed rate that `auditor report
 COPY --labels` gives: literally, through the command, for the first `--full-reports` reviews of
 each size, and through the same functions it calls (`assign_labels`, `review_summary`) for
-the rest, asserting the two agree where both ran. Coverage, mean width and the width ratio
-against the labels alone, per size.
+the rest, asserting the two agree where both ran. Coverage, mean width, the width against the
+labels alone and against today's estimator on the same labels, and the labels advised for
++-0.05 and +-0.10 (`labels_for`), per size.
 """
 
 from __future__ import annotations
@@ -43,15 +51,105 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.py` finds bench.*
 
-from auditor.calibration import JudgeAccuracy, corrected_rate_interval
+from auditor.calibration import JudgeAccuracy, corrected_rate_interval, wilson_interval
 from auditor.claim_rows import Claim, flagged_at, ranking_score
-from auditor.review import run_fingerprint
-from auditor.reviewed import labels_only_interval, reviewed_rate
+from auditor.review import check_fingerprint, run_fingerprint
+from auditor.reviewed import labels_only_interval, reviewed_rate, stratified_rate
 from auditor.store import read_check_manifest, read_jsonl
 from bench.agreement import DEV
 from bench.harness import write_result
 
 Arm = Callable[[np.random.Generator, int], tuple[float, float]]
+STRATA = 4
+TODAY = "uniform: PPI++ with the verdict (today)"
+
+
+def today_rate(
+    labels: np.ndarray, predictions: np.ndarray, everyone: np.ndarray
+) -> tuple[float, float, str]:
+    """The reviewed rate's interval as shipped before the finite-population estimators: plain
+    Wilson below half the answers reviewed (the correction from half on), Wilson under 10
+    labels, else `ppi_py`'s PPI++ (no correction), the labels' where it is no narrower."""
+    from ppi_py import ppi_mean_ci
+
+    n, population = len(labels), len(everyone)
+    positives = int(labels.sum())
+    if n == 0:
+        return 0.0, 1.0, "no labels"
+    if n / population >= 0.5:
+        low, high = labels_only_interval(positives, n, population)
+        return low, high, "labels (finite population)"
+    low, high = wilson_interval(positives, n) or (0.0, 1.0)
+    if n < 10 or positives in (0, n) or (np.ptp(predictions) == 0 and np.ptp(everyone) == 0):
+        return low, high, "labels (Wilson)"
+    ppi_low, ppi_high = (
+        float(v[0]) for v in ppi_mean_ci(labels, predictions, everyone, alpha=0.05)
+    )
+    if ppi_high - ppi_low >= high - low:
+        return low, high, "labels (Wilson)"
+    return max(0.0, ppi_low), min(1.0, ppi_high), "ppi++"
+
+
+def stratified_order(
+    scores: np.ndarray, rng: np.random.Generator, strata: int = STRATA
+) -> tuple[np.ndarray, np.ndarray]:
+    """(the order answers are drawn in, each answer's stratum): strata of equal size by the
+    judge's score (ties in a random order), each stratum's answers in a random order, the
+    strata interleaved so that every prefix holds each stratum in proportion to its size
+    (largest deficit first), so the first n are a proportional stratified sample for any n."""
+    total = len(scores)
+    ranked = np.lexsort((rng.random(total), scores))
+    stratum = np.empty(total, dtype=int)
+    stratum[ranked] = np.arange(total) * strata // total
+    members = [rng.permutation(np.flatnonzero(stratum == h)) for h in range(strata)]
+    sizes = np.array([len(m) for m in members])
+    taken = np.zeros(strata, dtype=int)
+    order = []
+    for k in range(1, total + 1):
+        h = int(np.argmax(k * sizes / total - taken))
+        order.append(members[h][taken[h]])
+        taken[h] += 1
+    return np.array(order), stratum
+
+
+def design_arms(
+    y: np.ndarray, flag: np.ndarray, score: np.ndarray, rng: np.random.Generator, n: int
+) -> dict[str, tuple[float, float, str]]:
+    """One review of n answers drawn uniformly and one drawn stratified on the score: every
+    estimator's (low, high, method) on the draw it is made for."""
+    total = len(y)
+    picked = rng.choice(total, n, replace=False)
+    labels = y[picked]
+    positives = int(labels.sum())
+    found: dict[str, tuple[float, float, str]] = {}
+    plain = wilson_interval(positives, n) or (0.0, 1.0)
+    found["uniform: labels alone, Wilson (today)"] = (*plain, "labels (Wilson)")
+    fpc = labels_only_interval(positives, n, total)
+    found["uniform: labels alone, Wilson with the correction"] = (*fpc, "labels (FPC)")
+    found[TODAY] = today_rate(labels, flag[picked], flag)
+    found["uniform: PPI++ with the answer score (today's estimator)"] = today_rate(
+        labels, score[picked], score
+    )
+    for name, predictions in (("verdict", flag), ("answer score", score)):
+        rate = reviewed_rate(
+            labels.astype(bool).tolist(), predictions[picked].tolist(), predictions.tolist()
+        )
+        found[f"uniform: difference (finite population) with the {name}"] = (
+            rate.low,
+            rate.high,
+            rate.method,
+        )
+    order, stratum = stratified_order(score, rng)
+    drawn = order[:n]
+    sizes = np.bincount(stratum, minlength=STRATA).tolist()
+    rate = stratified_rate(y[drawn].astype(bool).tolist(), stratum[drawn].tolist(), sizes)
+    found["stratified on the score: stratified estimator"] = (rate.low, rate.high, rate.method)
+    fpc = labels_only_interval(int(y[drawn].sum()), n, total)
+    found["stratified on the score: labels alone, Wilson with the correction"] = (
+        *fpc,
+        "labels (FPC)",
+    )
+    return found
 
 
 def load(run_dir: Path, data: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -71,19 +169,8 @@ def load(run_dir: Path, data: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def arms(y: np.ndarray, flag: np.ndarray, score: np.ndarray) -> dict[str, Arm]:
+    """Earlier arms, each on its own draws: weighted PPI++ and Rogan-Gladen."""
     total = len(y)
-
-    def alone(rng: np.random.Generator, n: int) -> tuple[float, float]:
-        picked = rng.choice(total, n, replace=False)
-        return labels_only_interval(int(y[picked].sum()), n, total)
-
-    def ppi(predictions: np.ndarray) -> Arm:
-        def arm(rng: np.random.Generator, n: int) -> tuple[float, float]:
-            picked = rng.choice(total, n, replace=False)
-            rate = reviewed_rate(y[picked].tolist(), predictions[picked].tolist(), predictions)
-            return rate.low, rate.high
-
-        return arm
 
     def weighted(
         rng: np.random.Generator, picked: np.ndarray, pi: np.ndarray
@@ -121,13 +208,40 @@ def arms(y: np.ndarray, flag: np.ndarray, score: np.ndarray) -> dict[str, Arm]:
         return interval if interval is not None else (0.0, 1.0)
 
     return {
-        "labels alone (Wilson)": alone,
-        "PPI++ with the verdict": ppi(flag),
-        "PPI++ with the answer score": ppi(score),
         "PPI++, sample stratified by the verdict": stratified,
         "active (inverse-probability weighted PPI++)": active,
         "Rogan-Gladen, se/sp from the review": rogan_gladen_arm,
     }
+
+
+def simulate_designs(
+    y: np.ndarray, flag: np.ndarray, score: np.ndarray, n: int, reviews: int
+) -> dict[str, Any]:
+    """`reviews` draws of each design at size n (seeded by n): per estimator its coverage,
+    mean width, width against today's on the same uniform draws, and methods used."""
+    truth = float(y.mean())
+    rng = np.random.default_rng(n)
+    found: dict[str, list[tuple[float, float, str]]] = {}
+    for _ in range(reviews):
+        for name, interval in design_arms(y, flag, score, rng, n).items():
+            found.setdefault(name, []).append(interval)
+    today = float(np.mean([high - low for low, high, _ in found[TODAY]]))
+    row: dict[str, Any] = {}
+    for name, intervals in found.items():
+        cover = float(np.mean([low <= truth <= high for low, high, _ in intervals]))
+        width = float(np.mean([high - low for low, high, _ in intervals]))
+        methods = [m for _, _, m in intervals]
+        row[name] = {
+            "coverage": round(cover, 3),
+            "mean_width": round(width, 4),
+            "width_vs_today": round(width / today, 3),
+            "methods": {m: methods.count(m) for m in sorted(set(methods))},
+        }
+        print(
+            f"N={n:>3}  {name:<68} coverage {cover:.3f}  mean width {width:.3f}  "
+            f"x today {width / today:.3f}"
+        )
+    return row
 
 
 def judge_dtype(run_dir: Path) -> str | None:
@@ -137,13 +251,17 @@ def judge_dtype(run_dir: Path) -> str | None:
 
 
 def page_labels(run: Any, drawn: list[str], truth: dict[str, bool]) -> list[dict[str, Any]]:
-    """The drawn answers' labels as the review page writes them (the fields `report` reads)."""
+    """The drawn answers' labels as the review page writes them (the fields `report` reads):
+    the run's and the check's fingerprints, the first review's role."""
     fingerprint = run_fingerprint(run.manifest)
+    check = check_fingerprint(run.check_manifest)
     return [
         {
             "id": ident,
             "pipeline": run.name,
             "fingerprint": fingerprint,
+            "check_fingerprint": check,
+            "role": "first",
             "hallucinated": truth[ident],
             "reviewer": "bench/review.py",
             "labelled_at": "2026-12-06T00:00:00Z",
@@ -178,9 +296,16 @@ def as_people_work(
         threshold = float(judge.get("support_threshold", 0.5))  # as summarize_run reads it
         gold = [truth[str(row["id"])] for row in run.checks]
         rate_true = float(np.mean(gold))
+        flag = {
+            str(row["id"]): float(
+                flagged_at([Claim.from_json(c) for c in row["claims"]], threshold)
+            )
+            for row in run.checks
+        }
+        flags = np.array(list(flag.values()))
         labels_path = Path(scratch) / "labels.jsonl"
         for n in sizes:
-            intervals, alone, methods = [], [], []
+            intervals, alone, methods, today, advised = [], [], [], [], []
             for seed in range(reviews):
                 (copy / REVIEW).unlink(missing_ok=True)
                 drawn = runner.invoke(
@@ -212,9 +337,14 @@ def as_people_work(
                 intervals.append((rate["low"], rate["high"]))
                 alone.append(tuple(rate["labels_only"]))
                 methods.append(rate["method"])
+                advised.append(rate["labels_for"])
+                labelled = np.array([float(truth[i]) for i in sample])
+                low, high, _ = today_rate(labelled, np.array([flag[i] for i in sample]), flags)
+                today.append((low, high))
             cover = float(np.mean([low <= rate_true <= high for low, high in intervals]))
             width = float(np.mean([high - low for low, high in intervals]))
             width_alone = float(np.mean([high - low for low, high in alone]))
+            width_today = float(np.mean([high - low for low, high in today]))
             ratios = [
                 (high - low) / (b - a)
                 for (low, high), (a, b) in zip(intervals, alone, strict=True)
@@ -227,6 +357,12 @@ def as_people_work(
                     float(np.mean([a <= rate_true <= b for a, b in alone])), 3
                 ),
                 "labels_alone_mean_width": round(width_alone, 4),
+                "today_coverage": round(float(np.mean([a <= rate_true <= b for a, b in today])), 3),
+                "today_mean_width": round(width_today, 4),
+                "width_vs_today": round(width / width_today, 3),
+                "labels_for_median": {
+                    h: float(np.median([a[h] for a in advised])) for h in ("0.05", "0.10")
+                },
                 "width_ratio_mean": round(float(np.mean(ratios)), 3),
                 "width_ratio_max": round(float(np.max(ratios)), 3),
                 "methods": {m: methods.count(m) for m in sorted(set(methods))},
@@ -236,8 +372,9 @@ def as_people_work(
             print(
                 f"N={n:>3}  drawn by `auditor review`, rated as `report --labels`: coverage "
                 f"{cover:.3f}, mean width {width:.3f} (labels alone {width_alone:.3f}; ratio "
-                f"mean {row['width_ratio_mean']:.3f}, max {row['width_ratio_max']:.3f}); "
-                f"methods {row['methods']}"
+                f"mean {row['width_ratio_mean']:.3f}, max {row['width_ratio_max']:.3f}; today's "
+                f"{width_today:.3f}, x{width / width_today:.3f}); methods {row['methods']}; "
+                f"labels for +-0.05 / +-0.10 (median) {row['labels_for_median']}"
             )
         figures |= {"answers": len(gold), "true_rate": rate_true}
     return figures
@@ -258,7 +395,7 @@ def main() -> None:
     parser.add_argument("--full-reports", type=int, default=20)
     args = parser.parse_args()
     if args.as_people_work:
-        sizes = args.sizes or [20, 40]
+        sizes = args.sizes or [20, 40, 60]
         found = as_people_work(args.run_dir, args.data, sizes, args.reviews, args.full_reports)
         write_result(
             args.name or "review-as-people-work",
@@ -283,14 +420,14 @@ def main() -> None:
     )
     figures: dict[str, Any] = {"answers": len(y), "true_rate": truth, "judged_rate": judged}
     for n in args.sizes:
-        row: dict[str, Any] = {}
+        row = simulate_designs(y, flag, score, n, args.reviews)
         for name, arm in arms(y, flag, score).items():
             rng = np.random.default_rng(n)
             intervals = [arm(rng, n) for _ in range(args.reviews)]
             cover = float(np.mean([low <= truth <= high for low, high in intervals]))
             width = float(np.mean([high - low for low, high in intervals]))
             row[name] = {"coverage": round(cover, 3), "mean_width": round(width, 4)}
-            print(f"N={n:>3}  {name:<46} coverage {cover:.3f}  mean width {width:.3f}")
+            print(f"N={n:>3}  {name:<68} coverage {cover:.3f}  mean width {width:.3f}")
         figures[f"N={n}"] = row
     write_result(
         args.name,
