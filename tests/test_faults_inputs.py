@@ -481,7 +481,7 @@ CASES = [
     Case("run --out onto its index", lambda tmp: _out(_run_with_index(_index)(tmp), tmp / "index"), 2, "manifest.json would overwrite manifest.json of --index"),
     Case("audit --out where its questions are", lambda tmp: _audit(tmp, questions=_write(tmp / "audit" / "smollm2-135m-cpu" / "records.jsonl", json.dumps(QUESTION) + "\n")), 2, "records.jsonl would overwrite --questions"),
     Case("audit --history onto its questions", lambda tmp: _audit(tmp, "--history", str(tmp / "q.jsonl")), 2, "q.jsonl: would overwrite --questions"),
-    Case("ingest --index inside its corpus", lambda tmp: ["ingest", str(_corpus(tmp, {"a.md": GOOD_DOC})), "--index", str(tmp / "corpus" / "index")], 2, "would write into CORPUS_DIR"),
+    Case("ingest --index holding its corpus", lambda tmp: ["ingest", str(_write(tmp / "kb" / "docs" / "a.md", GOOD_DOC).parent), "--index", str(tmp / "kb")], 2, "would hold CORPUS_DIR"),
     Case("report --labels given twice", _with_good_run(lambda run: ["report", str(run), "--labels", _labels(run, "a.jsonl"), "--labels", _labels(run, "b.jsonl")]), 2, "--labels given twice"),
     Case("check --out given twice", lambda tmp: [*_answers(json.dumps(ANSWER) + "\n")(tmp), "--out", str(tmp / "o2")], 2, "--out given twice"),
     Case("report --record given twice", _with_good_run(lambda run: ["report", str(run), "--record", "--record"]), 2, "Error: --record given twice; give it once"),

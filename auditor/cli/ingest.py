@@ -76,8 +76,9 @@ def ingest(
     (or stop the run with --strict); the index changes only when the ingest succeeds.
     """
 
-    reads = [  # the index dir is the command's as a whole: apart from what it reads
-        Read("CORPUS_DIR", corpus_dir, folder=True),
+    reads = [  # the index dir is the command's as a whole: it may not hold what it reads (in
+        # the corpus, an index is no document: only its files of supported types would be)
+        Read("CORPUS_DIR", corpus_dir),
         Read("--pipeline", None if pipeline is None else resolve_pipeline_path(pipeline)),
     ]
     check_output_dir(index_dir, "--index", reads)
