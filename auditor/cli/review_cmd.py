@@ -8,6 +8,7 @@ import click
 
 from auditor.results import load_run
 from auditor.review import draw_review, write_review
+from auditor.reviewed import labels_advice, reviewed_rate
 
 __all__ = ["review"]
 
@@ -59,6 +60,9 @@ def review(
             + (f", {len(second)} of them for a blind second review" if second else "")
             + f" -> {run.run_dir / 'review.json'}"
         )
+        # how many labels a rate needs, before any is made (the widest a rate can be)
+        unlabelled = reviewed_rate([], [], [0.0] * len(sample.population))
+        click.echo("  " + labels_advice(unlabelled, "labels needed"))
     dirs = " ".join(str(d) for d in run_dirs)
     click.echo(
         f"review them in the report's review section (auditor report {dirs}), download the "
