@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from auditor.cli import cli
+from auditor.review import check_fingerprint, run_fingerprint
 from auditor.testing import FakeEmbedder, FakeJudge
 from tests.conftest import REPO
 
@@ -344,6 +345,85 @@ def _link(link: Path, target: Path) -> Path:
     return link
 
 
+def _reviewed_run(tmp: Path, count: int = 3, second: float | None = None) -> Path:
+    """A checked run dir of `count` answers (a1, a2, ...; fake judge) with all drawn for review."""
+    # one answer more than checked: `check RUN` later checks it (the run grows)
+    rows = [ANSWER | {"id": f"a{k}"} for k in range(1, count + 2)]
+    answers = _write(tmp / "answers.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    run = tmp / "run"
+    checking = ["check", "--answers", str(answers), "--out", str(run), "-q", "--limit", str(count)]
+    done = CliRunner().invoke(cli, checking)
+    assert done.exit_code == 0, done.output
+    extra = [] if second is None else ["--second-review", str(second)]
+    drawn = CliRunner().invoke(cli, ["review", str(run), "--sample", str(count), *extra])
+    assert drawn.exit_code == 0, drawn.output
+    return run
+
+
+def _page_line(run: Path, ident: str, **extra: object) -> str:
+    """A label line as the review page writes it."""
+    manifest = json.loads((run / "manifest.json").read_text())
+    check = json.loads((run / "check.json").read_text())
+    line = {
+        "id": ident,
+        "fingerprint": run_fingerprint(manifest),
+        "check_fingerprint": check_fingerprint(check),
+        "hallucinated": False,
+        "reviewer": "Ana",
+        "labelled_at": "2026-12-06T10:00:00Z",
+    }
+    return json.dumps(line | extra) + "\n"
+
+
+def _drawn_ids(run: Path) -> list[str]:
+    return [e["id"] for e in json.loads((run / "review.json").read_text())["sample"]]
+
+
+def _review_labels(
+    lines: Callable[[Path, list[str]], str],
+    count: int = 3,
+    second: float | None = None,
+    encoding: str = "utf-8",
+    prepare: Callable[[Path], None] | None = None,
+) -> Callable[[Path], list[str]]:
+    """`report RUN --labels FILE` on a reviewed run, FILE written by `lines(run, drawn ids)`."""
+
+    def make(tmp: Path) -> list[str]:
+        run = _reviewed_run(tmp, count, second)
+        if prepare is not None:  # the run changes after its sample was drawn
+            prepare(run)
+        labels = tmp / "l.jsonl"
+        labels.write_bytes(lines(run, _drawn_ids(run)).encode(encoding))
+        return ["report", str(run), "--labels", str(labels)]
+
+    return make
+
+
+def _grow(run: Path) -> None:
+    """The run grows: its last answer checked too (the sample is stale)."""
+    done = CliRunner().invoke(cli, ["check", str(run), "-q"])
+    assert done.exit_code == 0, done.output
+
+
+def _lose_last_check(run: Path) -> None:
+    rows = (run / "checks.jsonl").read_text().splitlines()
+    (run / "checks.jsonl").write_text("\n".join(rows[:-1]) + "\n")
+
+
+def _recheck(run: Path) -> None:
+    (run / "checks.jsonl").unlink()
+    done = CliRunner().invoke(cli, ["check", str(run), "-q"])
+    assert done.exit_code == 0, done.output
+
+
+def _examples_on_checked(tmp: Path) -> list[str]:
+    run = _good_run(tmp)
+    examples = _write(
+        tmp / "ex.jsonl", json.dumps(ANSWER | {"id": "b1", "hallucinated": False}) + "\n"
+    )
+    return ["check", str(run), "--examples", str(examples)]
+
+
 CASES = [
     # documents (ingest)
     Case("missing corpus folder", lambda tmp: ["ingest", str(tmp / "nope"), "--index", str(tmp / "i")], 2, "nope"),
@@ -486,6 +566,24 @@ CASES = [
     Case("check --out given twice", lambda tmp: [*_answers(json.dumps(ANSWER) + "\n")(tmp), "--out", str(tmp / "o2")], 2, "--out given twice"),
     Case("report --record given twice", _with_good_run(lambda run: ["report", str(run), "--record", "--record"]), 2, "Error: --record given twice; give it once"),
     Case("baseline accept --history given twice", lambda tmp: ["baseline", "accept", str(tmp / "run"), "--history", "a.sqlite", "--history", "b.sqlite"], 2, "Error: --history given twice (a.sqlite, b.sqlite); give it once"),
+    # the review loop: a reviewed rate is right or refused
+    Case("labels: a copy by another reviewer, differing", _review_labels(lambda run, ids: "".join(_page_line(run, i) for i in ids) + _page_line(run, ids[1], hallucinated=True, reviewer="Bo")), 2, "l.jsonl:4: answer 'a"),
+    Case("labels: a claim marked right and wrong", _review_labels(lambda run, ids: _page_line(run, ids[0], claims=[{"index": 0, "judge_right": True}, {"index": 0, "judge_right": False}])), 2, "l.jsonl:1: claim 0 is marked both judge right and judge wrong"),
+    Case("labels: hallucinated, every claim marked fine", _review_labels(lambda run, ids: _page_line(run, ids[0], hallucinated=True, claims=[{"index": 0, "judge_right": True}])), 2, "is labelled hallucinated, but every claim is marked as not hallucinated"),
+    Case("labels: the first drawn answer unlabelled", _review_labels(lambda run, ids: _page_line(run, ids[2])), 2, "has no label: only the drawn order's labelled prefix makes a rate"),
+    Case("labels: claim marks of another check", _review_labels(lambda run, ids: _page_line(run, ids[0], check_fingerprint="0000000000000000", claims=[{"index": 0, "judge_right": True}])), 2, "l.jsonl:1: labelled on check 0000000000000000"),
+    Case("labels: claim marks without their check", _review_labels(lambda run, ids: _page_line(run, ids[0], check_fingerprint=None, claims=[{"index": 0, "judge_right": True}])), 2, "l.jsonl:1: claim marks without the check they were made on"),
+    Case("labels: a second review not drawn for one", _review_labels(lambda run, ids: _page_line(run, ids[0]) + _page_line(run, ids[0], role="second", reviewer="Bo")), 2, "l.jsonl:2: a second review of 'a"),
+    Case("labels: reviewers disagree, nobody settled", _review_labels(lambda run, ids: "".join(_page_line(run, i) for i in ids) + _page_line(run, ids[0], role="second", reviewer="Bo", hallucinated=True), second=1.0), 2, "reviews of 'a"),
+    Case("labels: a second review by the first reviewer", _review_labels(lambda run, ids: _page_line(run, ids[0]) + _page_line(run, ids[0], role="second"), second=1.0), 2, "who made the first (line 1); a second review is by another person"),
+    Case("labels: labelled_at in words", _review_labels(lambda run, ids: _page_line(run, ids[0], labelled_at="yesterday")), 2, "l.jsonl:1: \"labelled_at\" 'yesterday' is not a time"),
+    Case("labels: labelled_at in 2099", _review_labels(lambda run, ids: _page_line(run, ids[0], labelled_at="2099-01-01T00:00:00Z")), 2, "is in the future on this machine"),
+    Case("labels: a right-to-left override in a name", _review_labels(lambda run, ids: _page_line(run, ids[0], reviewer="Ana\u202eoB")), 2, "invisible or control character (U+202E)"),
+    Case("labels: UTF-16", _review_labels(lambda run, ids: _page_line(run, ids[0]), encoding="utf-16"), 2, "iconv -f utf-16 -t utf-8"),
+    Case("review.json of a run that grew", _review_labels(lambda run, ids: _page_line(run, ids[0]), prepare=_grow), 2, "review.json: drawn from 3 answers, the run has 4 checked now"),
+    Case("review.json after a lost check row", _review_labels(lambda run, ids: _page_line(run, ids[0]), prepare=_lose_last_check), 2, "is no longer among"),
+    Case("review.json of an earlier check", _review_labels(lambda run, ids: _page_line(run, ids[0]), prepare=_recheck), 2, "(checked again)"),
+    Case("check a checked run with other examples", _examples_on_checked, 2, "re-check into a new run dir that shares its records: add --out NEW_DIR"),
 ]  # fmt: skip
 
 
@@ -540,7 +638,7 @@ def documented_rows() -> dict[str, tuple[str, int]]:
 
 def _masked(row: tuple[str, int]) -> tuple[str, int]:
     """Without what differs from run to run: a manifest's hash, a Ray error's address."""
-    return re.sub(r"\b[0-9a-f]{12}\b", "<sha>", row[0]), row[1]
+    return re.sub(r"\b[0-9a-f]{12}(?:[0-9a-f]{4})?\b", "<sha>", row[0]), row[1]
 
 
 def _tree(root: Path) -> dict[str, tuple[int, int]]:
