@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.
 from auditor.calibration import JudgeAccuracy, corrected_rate_interval, wilson_interval
 from auditor.claim_rows import Claim, flagged_at, ranking_score
 from auditor.review import check_fingerprint, run_fingerprint
-from auditor.reviewed import labels_only_interval, reviewed_rate, stratified_rate
+from auditor.reviewed import labels_only_interval, reviewed_rate, wilson_at
 from auditor.store import read_check_manifest, read_jsonl
 from bench.agreement import DEV
 from bench.harness import write_result
@@ -112,6 +112,35 @@ def stratified_order(
     return np.array(order), stratum
 
 
+def stratified_rate(
+    labels: np.ndarray, labelled_strata: np.ndarray, strata_sizes: list[int]
+) -> tuple[float, float, str]:
+    """The stratified estimator of a proportional stratified sample (`stratified_order`'s
+    first n): sum_h W_h mean(y_h), variance sum_h W_h^2 (1 - n_h/N_h) s2_h / n_h, Wilson's
+    interval at its effective sample size p (1 - p) / v, as `reviewed_rate` makes the
+    difference estimator's; the labels alone (conservative under proportional allocation)
+    under 10 labels, with every label alike, a stratum with fewer than 2 labels, no variance,
+    or where they are narrower. (low, high, method)."""
+    n, population = len(labels), sum(strata_sizes)
+    positives = int(labels.sum())
+    low, high = labels_only_interval(positives, n, population)
+    alone = (low, high, "labels (Wilson, finite population)")
+    groups = [labels[labelled_strata == h] for h in range(len(strata_sizes))]
+    if n < 10 or positives in (0, n) or min(len(g) for g in groups) < 2:
+        return alone
+    value, variance = 0.0, 0.0
+    for group, size in zip(groups, strata_sizes, strict=True):
+        weight = size / population
+        value += weight * float(group.mean())
+        variance += weight**2 * (1 - len(group) / size) * float(group.var(ddof=1)) / len(group)
+    if variance <= 0 or value in (0.0, 1.0):
+        return alone
+    low, high = wilson_at(value, value * (1 - value) / variance)
+    if high - low >= alone[1] - alone[0]:
+        return alone
+    return low, high, "stratified (finite population)"
+
+
 def design_arms(
     y: np.ndarray, flag: np.ndarray, score: np.ndarray, rng: np.random.Generator, n: int
 ) -> dict[str, tuple[float, float, str]]:
@@ -142,8 +171,9 @@ def design_arms(
     order, stratum = stratified_order(score, rng)
     drawn = order[:n]
     sizes = np.bincount(stratum, minlength=STRATA).tolist()
-    rate = stratified_rate(y[drawn].astype(bool).tolist(), stratum[drawn].tolist(), sizes)
-    found["stratified on the score: stratified estimator"] = (rate.low, rate.high, rate.method)
+    found["stratified on the score: stratified estimator"] = stratified_rate(
+        y[drawn], stratum[drawn], sizes
+    )
     fpc = labels_only_interval(int(y[drawn].sum()), n, total)
     found["stratified on the score: labels alone, Wilson with the correction"] = (
         *fpc,
