@@ -4,9 +4,9 @@
 joins another (neither RAY_ADDRESS nor the /tmp/ray/ray_current_cluster a `ray start` left
 behind redirects it). `--ray auto` joins the cluster this machine belongs to (`ray start` ran
 here: RAY_ADDRESS, else that file); `--ray HOST:PORT` or `ray://HOST:10001` joins that one.
-A join is bounded: an address nobody answers on fails in one line at once, one whose cluster
-does not answer Ray within JOIN_TIMEOUT_S fails in one line then (Ray itself retries a GCS that
-does not answer for some 14 minutes). Every node must have the auditor installed in the same
+A join is bounded: an address nobody answers on fails in one line at once; where something
+answers that is no Ray head, Ray gets one try (~40 s) instead of its 20 (some 14 minutes), and
+whatever else holds `ray.init` up ends at JOIN_TIMEOUT_S. Every node must have the auditor installed in the same
 environment (the workers import `auditor`) and read the same paths (the knowledge base,
 packaged models).
 """
@@ -47,8 +47,14 @@ __all__ = [
 LOCAL = "local"  # `--ray` with no address: a cluster started for this command
 CONNECT_TIMEOUT_S = 10
 # a healthy cluster is joined in seconds; Ray's own retries of a GCS that does not answer
-# (20 tries of ~40 s) last some 14 minutes
+# (20 tries of ~40 s) last some 14 minutes: a join gets one (GCS_TRIES) and at most this
 JOIN_TIMEOUT_S: float = 60
+NO_HEAD = (
+    "something listens there, but no Ray head: give the head's GCS port (6379 by default; "
+    "`ray status` on the head says it), or --ray alone for a local cluster"
+)
+GCS_TRIES = "1"  # ray.init's tries of the GCS (~40 s each), read from:
+_GCS_TRIES_VARIABLE = "RAY_gcs_server_port_wait_time_s"
 ACTOR_RETRIES = 3  # a batch whose actor died is retried on a restarted actor this many times
 
 
@@ -109,18 +115,22 @@ def ray_cluster(address: str) -> Iterator[Any]:
 def _failed(address: str, why: str) -> str:
     if address == LOCAL:
         return f"could not start a local Ray cluster ({why}); the engine log says more"
-    hint = (
-        "a cluster started by `ray start --head` asks for its token: set RAY_AUTH_MODE=token "
-        "here (the token is read from ~/.ray/auth_token or RAY_AUTH_TOKEN)"
-        if "InvalidAuthToken" in why or "Authentication" in why
-        else "start one with `ray start --head`, or give --ray alone for a local cluster"
-    )
+    if "InvalidAuthToken" in why or "Authentication" in why:
+        hint = (
+            "a cluster started by `ray start --head` asks for its token: set RAY_AUTH_MODE=token "
+            "here (the token is read from ~/.ray/auth_token or RAY_AUTH_TOKEN)"
+        )
+    elif "Timed out" in why:  # something accepts connections there, but no GCS answers
+        hint = NO_HEAD
+    else:
+        hint = "start one with `ray start --head`, or give --ray alone for a local cluster"
     return f"could not join the Ray cluster ({why}); {hint}"
 
 
 def _join(ray: Any, address: str, options: dict[str, Any]) -> None:
-    """`ray.init(address)` within JOIN_TIMEOUT_S: it runs in a thread the command leaves behind
-    when the cluster does not answer in time (the process ends with the command's error)."""
+    """`ray.init(address)`, one try of the GCS, within JOIN_TIMEOUT_S: it runs in a thread the
+    command leaves behind when it does not end in time (the process ends with the command's
+    error; the thread may still log a line of Ray's meanwhile)."""
     outcome: list[BaseException] = []
 
     def join() -> None:
@@ -136,17 +146,20 @@ def _join(ray: Any, address: str, options: dict[str, Any]) -> None:
     quiet = _DropRecords("SIGTERM handler is not set")
     worker_log = logging.getLogger("ray._private.worker")
     worker_log.addFilter(quiet)
+    # read by ray.init when it connects (Ray's default: 20 tries); a user's own setting is kept
+    ours = _GCS_TRIES_VARIABLE not in os.environ
+    os.environ.setdefault(_GCS_TRIES_VARIABLE, GCS_TRIES)
     try:
         thread = threading.Thread(target=join, name="ray-join", daemon=True)
         thread.start()
         thread.join(JOIN_TIMEOUT_S)
     finally:
         worker_log.removeFilter(quiet)
+        if ours:
+            os.environ.pop(_GCS_TRIES_VARIABLE, None)
     if thread.is_alive():
         raise BadInput(
-            f"{_option(address)}: no Ray cluster answered within {JOIN_TIMEOUT_S:g} s "
-            "(something listens there, but no Ray head); give the head's GCS port (6379 by "
-            "default, `ray status` on the head says it), or --ray alone for a local cluster"
+            f"{_option(address)}: no Ray cluster answered within {JOIN_TIMEOUT_S:g} s; {NO_HEAD}"
         )
     if outcome:
         raise outcome[0]

@@ -8,6 +8,7 @@ actors, engine start and stop) starts its own in a subprocess, because that is w
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,6 +17,8 @@ from typing import Any
 import pytest
 
 from auditor.generate.vllm_offline import VLLMGenerator, engine_settings
+from auditor.scale.cluster import ray_address_file
+from auditor.testing import ray_nodes_here
 from tests.conftest import ENGINE_CORES, ONE_CORE
 from tests.e2e.servers import vllm_server
 
@@ -27,6 +30,7 @@ __all__ = [
     "light_judge",
     "light_judge_toml",
     "light_pipeline_toml",
+    "ray_nodes_leaving_no_file",
     "vllm_server",
 ]
 
@@ -140,3 +144,33 @@ def light_judge(
     path = tmp_path / "light-judge.toml"
     path.write_text(LIGHT_JUDGE, encoding="utf-8")
     return path
+
+
+@contextlib.contextmanager
+def ray_nodes_leaving_no_file(nodes: int) -> Iterator[tuple[str, dict[str, str]]]:
+    """`ray_nodes_here(nodes)`, and after it the file `ray start --head` names its cluster in
+    (/tmp/ray/ray_current_cluster, which `auto` and a bare `ray.init()` join) as it was before:
+    the cluster is killed, not `ray stop`ped, so the file would name a cluster long gone. Left
+    alone when something else wrote it meanwhile (it names another port)."""
+    path = ray_address_file()
+    before = _read(path)
+    address = None
+    try:
+        with ray_nodes_here(nodes) as found:
+            address = found[0]
+            yield found
+    finally:
+        now = _read(path)
+        port = address.rpartition(":")[2] if address else None
+        if now is not None and port is not None and now.rpartition(":")[2] == port:
+            if before is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_text(before, encoding="utf-8")
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None

@@ -25,10 +25,10 @@ from auditor.config import IngestConfig
 from auditor.generate import reaper
 from auditor.ingest import ingest_corpus
 from auditor.store import read_jsonl
-from auditor.testing import ray_cluster_processes, ray_nodes_here
+from auditor.testing import ray_cluster_processes
 from auditor.verdict_cases import negation_cases, smoke_cases, write_answers
 from tests.conftest import KESTREL, ONE_CORE, REPO
-from tests.e2e.conftest import EnginePool, light_judge_toml
+from tests.e2e.conftest import EnginePool, light_judge_toml, ray_nodes_leaving_no_file
 
 pytestmark = pytest.mark.e2e
 
@@ -42,8 +42,9 @@ LIGHT_JUDGED = ("right", "wrong", "abstains", "not-eu", "no-data")
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[tuple[str, dict[str, str]]]:
-    """A head and a worker node, 1 CPU each; (address, environment to reach it)."""
-    with ray_nodes_here(2) as found:
+    """A head and a worker node, 1 CPU each; (address, environment to reach it). No
+    /tmp/ray/ray_current_cluster naming it is left after."""
+    with ray_nodes_leaving_no_file(2) as found:
         yield found
 
 

@@ -80,14 +80,14 @@ if __name__ == "__main__":
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
     """A one-node cluster whose workers import the stand-in from its folder."""
-    from auditor.testing import ray_nodes_here
+    from tests.e2e.conftest import ray_nodes_leaving_no_file
 
     folder = tmp_path_factory.mktemp("standin")
     (folder / "standin.py").write_text(DRIVER)
     path = os.pathsep.join([str(folder), str(REPO), os.environ.get("PYTHONPATH", "")])
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PYTHONPATH", path.rstrip(os.pathsep))
-        with ray_nodes_here(1) as (address, env):
+        with ray_nodes_leaving_no_file(1) as (address, env):
             yield address, env | {"STANDIN": str(folder / "standin.py")}
 
 
