@@ -11,11 +11,12 @@ stopped.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import closing, nullcontext
-from dataclasses import dataclass
+from contextlib import ExitStack, closing, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from auditor import generate
 from auditor.calibrate import Calibration
 from auditor.config import JudgeConfig, PipelineConfig, VLLMGeneratorConfig
 from auditor.errors import BadInput
@@ -23,12 +24,14 @@ from auditor.files import check_output_dir, check_output_file, write_json_atomic
 from auditor.gates import Gate, GateResult, evaluate_gates
 from auditor.generate.vllm_offline import VLLMGenerator, engine_settings
 from auditor.history import check_history, list_audits, record_audit
+from auditor.models import PACKAGED_MODELS, prepare_model
 from auditor.report import refuse_shared_names, render_report
 from auditor.results import SUMMARY, RunArtifacts, load_run, say_damaged_summary, summarize_run
 from auditor.review import ReviewLabel, assign_labels, draw_review, write_review
 from auditor.run import RunCallbacks, plan_run, run_pipeline
 from auditor.scale.checking import ray_runner
 from auditor.scale.generation import cluster_generators
+from auditor.timings import TIMINGS, StageTimes
 from auditor.verify import judges
 from auditor.verify.answers import choose_sources
 from auditor.verify.base import Judge
@@ -36,6 +39,7 @@ from auditor.verify.check import OnStageCalls, check_run, items_from_run
 from auditor.verify.examples import ExampleBook
 
 __all__ = [
+    "AUDIT_FILES",
     "AuditOutcome",
     "SharedEngine",
     "finish_audit",
@@ -43,6 +47,8 @@ __all__ = [
     "plan_audit",
     "run_audit",
 ]
+
+AUDIT_FILES = ("report.html", TIMINGS)  # what an audit writes in its out dir beside the run dirs
 
 
 @dataclass
@@ -52,6 +58,7 @@ class AuditOutcome:
     runs: list[RunArtifacts]
     gate_results: list[GateResult]
     report_path: Path
+    times: StageTimes | None = field(default=None, compare=False)
 
     @property
     def passed(self) -> bool:
@@ -128,6 +135,12 @@ def plan_audit(
         raise BadInput(
             f"two pipelines share the name {sorted(n for n in names if names.count(n) > 1)[0]!r}; names must differ"
         )
+    for name in names:
+        if name in AUDIT_FILES:
+            raise BadInput(
+                f"pipeline name {name!r} is the name of a file the audit writes in --out; "
+                "rename the pipeline"
+            )
     run_dirs = [out_dir / name for name in names]
     check_output_dir(out_dir, "--out")
     for config, run_dir in zip(pipelines, run_dirs, strict=True):
@@ -228,6 +241,8 @@ def run_audit(
     ray_actors: int | None = None,
     examples: ExampleBook | None = None,
     labels_outside: str = "refuse",
+    times: StageTimes | None = None,
+    prepare: Callable[..., Any] | None = None,
 ) -> AuditOutcome:
     """Run every pipeline into OUT/<name>/, check each, write OUT/report.html (see module doc).
 
@@ -236,12 +251,18 @@ def run_audit(
 
     With a calibration, the judge decides at the calibration's threshold (its sensitivity and
     specificity were measured there) and the summaries carry corrected rates.
+
+    Where the time went is timed stage by stage into `times` and written to OUT/timings.json
+    (also when the audit fails after its inputs were validated). `prepare(name, on_stage,
+    on_bytes)` prepares a packaged model before its engine starts (default: `prepare_model`
+    when the audit starts its own engines, none with `generator_factory` or Ray).
     """
 
     if calibration is not None:
         judge_config = calibration.judge_config(judge_config)  # refuses another judge's settings
 
     run_dirs = plan_audit(pipelines, questions_path, index_dir, out_dir, limit, history_path)
+    times = times or StageTimes()
     shared = (
         SharedEngine(judge_config.generator, on_stage)
         if ray is None
@@ -250,58 +271,135 @@ def run_audit(
         and isinstance(judge_config.generator, VLLMGeneratorConfig)
         else None
     )
-    with (
-        cluster_generators(ray, ray_actors) as on_cluster,
-        closing(shared) if shared is not None else nullcontext(),
-    ):
-        for index in generation_order(pipelines, shared):
-            config, run_dir = pipelines[index], run_dirs[index]
-            on_stage(f"pipeline {config.name}: retrieval and generation -> {run_dir}")
-            factory = generator_factory or on_cluster
-            if shared is not None and shared.serves(config.generator):
-                factory = shared.generator
-            run_pipeline(
-                config,
-                questions_path,
-                index_dir,
-                run_dir,
-                limit=limit,
-                callbacks=run_callbacks,
-                generator_factory=factory,
-            )
+    if prepare is None and ray is None and generator_factory is None:
+        prepare = prepare_model
+    order = generation_order(pipelines, shared)
+    for index in order:
+        for stage in (
+            "retrieval",
+            "model preparation",
+            "engine start",
+            "generation",
+            "engine stop",
+        ):
+            times.plan(stage, pipelines[index].name)
+    for stage in ("checking set-up", "judge start"):
+        times.plan(stage)
+    for config in pipelines:
+        times.plan("checking", config.name)
+    times.plan("summaries, gates and report")
+    status = "failed"
+    try:
+        with (
+            cluster_generators(ray, ray_actors) as on_cluster,
+            closing(shared) if shared is not None else nullcontext(),
+        ):
+            for index in order:
+                config, run_dir = pipelines[index], run_dirs[index]
+                on_stage(f"pipeline {config.name}: retrieval and generation -> {run_dir}")
+                factory = generator_factory or on_cluster
+                if shared is not None and shared.serves(config.generator):
+                    factory = shared.generator
+                run_pipeline(
+                    config,
+                    questions_path,
+                    index_dir,
+                    run_dir,
+                    limit=limit,
+                    callbacks=run_callbacks,
+                    generator_factory=_preparing(factory, config.name, prepare, times),
+                    times=times,
+                )
 
-        targets = []
-        for run_dir in run_dirs:
-            items = items_from_run(run_dir)
-            choose_sources(items, run_dir, sources, index_dir)
-            targets.append((run_dir, items))
-        check_run(
-            targets,
-            judge_config,
-            kb_index=index_dir,
-            judge_factory=shared.judge if shared is not None else judge_factory,
-            embed=embed,
-            on_stage=on_stage,
-            on_check_start=on_check_start,
-            on_batch=on_check_batch,
-            on_calls=on_check_calls,
-            open_runner=(
-                None
-                if ray is None
-                else ray_runner(ray, ray_actors, judge_config, index_dir, on_stage=on_stage)
-            ),
-            examples=examples,
-        )
-    on_stage("summaries, gates and report")
-    return finish_audit(
-        run_dirs,
-        out_dir / "report.html",
-        gates,
-        history_path,
-        record=True,
-        calibration=calibration,
-        labels=labels,
-        labels_path=labels_path,
-        review=review,
-        labels_outside=labels_outside,
-    )
+            with times.time("checking set-up"), ExitStack() as checking:
+                targets = []
+                for run_dir in run_dirs:
+                    items = items_from_run(run_dir)
+                    choose_sources(items, run_dir, sources, index_dir)
+                    targets.append((run_dir, items))
+
+                def check_start(name: str, total: int) -> None:
+                    checking.close()  # the previous pipeline's checking ends
+                    checking.enter_context(times.time("checking", name))
+                    on_check_start(name, total)
+
+                base_judge = shared.judge if shared is not None else judge_factory
+
+                def start_judge(config: JudgeConfig) -> Any:
+                    with times.time("judge start"):
+                        if shared is not None and shared.engine is not None:
+                            times.plan("judge start", note="on the engine that generated")
+                        if base_judge is None:
+                            start = _preparing(judges.make_judge, "judge", prepare, times)
+                            return (start or judges.make_judge)(config)
+                        return base_judge(config)
+
+                check_run(
+                    targets,
+                    judge_config,
+                    kb_index=index_dir,
+                    judge_factory=start_judge,
+                    embed=embed,
+                    on_stage=on_stage,
+                    on_check_start=check_start,
+                    on_batch=on_check_batch,
+                    on_calls=on_check_calls,
+                    open_runner=(
+                        None
+                        if ray is None
+                        else ray_runner(ray, ray_actors, judge_config, index_dir, on_stage=on_stage)
+                    ),
+                    examples=examples,
+                )
+        with times.time("summaries, gates and report"):
+            on_stage("summaries, gates and report")
+            outcome = finish_audit(
+                run_dirs,
+                out_dir / "report.html",
+                gates,
+                history_path,
+                record=True,
+                calibration=calibration,
+                labels=labels,
+                labels_path=labels_path,
+                review=review,
+                labels_outside=labels_outside,
+            )
+        status = "complete"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        times.stop()
+        out_dir.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(out_dir / TIMINGS, times.to_json(status=status))
+    outcome.times = times
+    return outcome
+
+
+def _preparing(
+    factory: Callable[..., Any] | None,
+    pipeline: str,
+    prepare: Callable[..., Any] | None,
+    times: StageTimes,
+) -> Callable[..., Any] | None:
+    """`factory` (an engine's start; None: `run_pipeline`'s default), with its packaged model
+    prepared first under the pipeline's "model preparation" row (a judge's factory takes the
+    judge's config)."""
+    if prepare is None:
+        return factory
+    base = factory or generate.make_generator
+
+    def start(cfg: Any, **callbacks: Any) -> Any:
+        generator = getattr(cfg, "generator", cfg)  # a judge's config holds its generator's
+        if isinstance(generator, VLLMGeneratorConfig) and generator.model in PACKAGED_MODELS:
+            with times.time("model preparation", pipeline):
+                assert prepare is not None
+                prepare(
+                    generator.model,
+                    on_stage=callbacks.get("on_stage"),
+                    on_bytes=callbacks.get("on_bytes"),
+                )
+        return base(cfg, **callbacks)
+
+    return start

@@ -14,6 +14,7 @@ import platform
 import socket
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from auditor.store import (
     read_run_manifest,
     write_run_manifest,
 )
+from auditor.timings import StageTimes
 from auditor.versions import package_versions
 
 __all__ = ["RunCallbacks", "RunSummary", "plan_run", "run_pipeline", "summarize_records"]
@@ -264,8 +266,13 @@ def run_pipeline(
     limit: int | None = None,
     callbacks: RunCallbacks | None = None,
     generator_factory: Callable[..., Any] | None = None,
+    times: StageTimes | None = None,
 ) -> RunSummary:
     """Run (or resume) the pipeline over the question set; see the module docstring.
+
+    With `times`, the wall seconds of retrieval, the engine's start (the generator factory:
+    model preparation included unless the caller prepared the model), generation and the
+    engine's stop are added to its rows for this pipeline.
 
     Raises:
         BadInput: no generator in the config, bad question file, missing or incompatible
@@ -274,6 +281,10 @@ def run_pipeline(
     """
 
     callbacks = callbacks or RunCallbacks()
+
+    def timed(stage: str) -> AbstractContextManager[Any]:
+        return nullcontext() if times is None else times.time(stage, config.name)
+
     questions, manifest = plan_run(config, questions_path, index_dir, run_dir, limit)
     assert config.generator is not None  # plan_run refused a pipeline without one
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -294,16 +305,18 @@ def run_pipeline(
             prepared[question.id] = (question, None, request)
     else:
         callbacks.stage(f"retrieving top-{config.retrieval.top_k} chunks for {len(todo)} questions")
-        retriever = Retriever.open(index_dir, device=config.ingest.embedder.device)
-        for question in todo:
-            hits = retriever.search(question.question, k=config.retrieval.top_k)
-            messages = build_messages(config.prompt, question.question, hits)
-            request = GenRequest(question.id, messages, question=question.question)
-            prepared[question.id] = (question, hits, request)
-        del retriever
+        with timed("retrieval"):
+            retriever = Retriever.open(index_dir, device=config.ingest.embedder.device)
+            for question in todo:
+                hits = retriever.search(question.question, k=config.retrieval.top_k)
+                messages = build_messages(config.prompt, question.question, hits)
+                request = GenRequest(question.id, messages, question=question.question)
+                prepared[question.id] = (question, hits, request)
+            del retriever
 
     factory = generator_factory or generate.make_generator
-    generator = factory(config.generator, on_stage=callbacks.stage, on_bytes=callbacks.bytes)
+    with timed("engine start"):
+        generator = factory(config.generator, on_stage=callbacks.stage, on_bytes=callbacks.bytes)
     manifest["model"] = generator.identity()
     write_run_manifest(run_dir, manifest)
     # generation_s from the start: a session stopped before generating is written with 0 s
@@ -323,7 +336,8 @@ def run_pipeline(
 
             started = time.perf_counter()
             try:
-                stats = generator.generate([p[2] for p in prepared.values()], on_result)
+                with timed("generation"):
+                    stats = generator.generate([p[2] for p in prepared.values()], on_result)
                 session["generation_s"] = stats.wall_s
                 manifest["load_regime"] = stats.regime
             except BaseException:
@@ -334,7 +348,8 @@ def run_pipeline(
     finally:
         session["finished_at"] = utc_now()
         session["completed"] = len(new_records)
-        generator.close()
+        with timed("engine stop"):
+            generator.close()
         all_records = records + new_records
         complete = {r["id"] for r in all_records} >= {q.id for q in questions}
         manifest["status"] = "complete" if complete else "partial"

@@ -392,60 +392,6 @@ def test_a_listing_error_is_shown_apart_and_escaped(
     assert "The T9 has a &lt;b&gt;keep-warm&lt;/b&gt; mode." in html and invented not in html
 
 
-def test_the_stage_clock_says_where_an_audits_time_went() -> None:
-    """The audit's stage messages in the order a two-pipeline audit sends them, on a clock
-    that advances 1 s per message: one line per stage with its seconds, set-up apart."""
-    from auditor.cli.progress import StageClock
-
-    now = [0.0]
-    clock = StageClock(now=lambda: now[0])
-    for event in (
-        "pipeline big: retrieval and generation -> out/big",
-        "retrieving top-4 chunks for 8 questions",
-        "joining and verifying Qwen 1.5B",
-        "converting qwen to a bf16 safetensors folder for vLLM",
-        "starting vLLM engine for qwen",
-        "generation",
-        "pipeline small: retrieval and generation -> out/small",
-        "retrieving top-4 chunks for 8 questions",
-        "starting vLLM engine for small",
-        "generation",
-        "loading the embedder (claim-to-chunk similarity)",
-        "starting judge qwen-1.5b-cpu-judge",
-        "check big",
-        "check small",
-        "summaries, gates and report",
-    ):
-        now[0] += 1.0
-        if event == "generation":
-            clock.generation()
-        elif event.startswith("check "):
-            clock.checking(event.removeprefix("check "))
-        else:
-            clock.message(event)
-    lines = clock.lines()
-    stages = [line.split("  ")[1].strip() for line in lines]
-    assert stages == [
-        "big: set-up",
-        "big: retrieval",
-        "big: model preparation",
-        "big: engine start",
-        "big: generation",
-        "small: set-up",
-        "small: retrieval",
-        "small: engine start",
-        "small: generation",
-        "judge start",
-        "checking big",
-        "checking small",
-        "report",
-        "total",
-    ]
-    assert clock.seconds["big: model preparation"] == 2.0  # two messages, one stage
-    assert clock.seconds["judge start"] == 2.0
-    assert lines[-1].endswith("14.0 s")  # from the first message to the last
-
-
 class _Engine(FakeGenerator):
     """A started engine (fake): generators on it share it; the owner's close frees it."""
 
@@ -498,13 +444,25 @@ def test_the_judge_checks_on_the_engine_of_the_pipeline_with_its_settings(
     monkeypatch.setattr(judges, "GeneratorJudge", judge_on)
     monkeypatch.setattr(judges, "make_judge", lambda config: pytest.fail("a second judge engine"))
     index, questions = corpus
+
+    def prepare(name: str, **_: Any) -> None:
+        log.append(f"prepare {name}")
+
     run_audit(
-        pipelines, questions, index, tmp_path / "audit", judge_config, embed=FakeEmbedder().embed
+        pipelines,
+        questions,
+        index,
+        tmp_path / "audit",
+        judge_config,
+        embed=FakeEmbedder().embed,
+        prepare=prepare,
     )
     judge_model = judge_config.generator.model
     assert log == [
+        "prepare smollm2-135m-instruct",
         "start smollm2-135m-instruct",
         "close smollm2-135m-instruct",
+        f"prepare {judge_model}",
         f"start {judge_model}",
         f"share {judge_model}",
         f"judge on {judge_model}",

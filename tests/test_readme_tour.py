@@ -120,6 +120,7 @@ def demo_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr("auditor.verify.judges.make_judge", lambda config: FakeJudge())
     monkeypatch.setattr("auditor.verify.judges.GeneratorJudge", lambda engine: FakeJudge())
     monkeypatch.setattr(VLLMGenerator, "from_config", classmethod(lambda cls, cfg, **_: _Engine()))
+    monkeypatch.setattr("auditor.audit.prepare_model", lambda name, **_: None)
     return work
 
 

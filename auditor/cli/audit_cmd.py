@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import click
 
-from auditor.audit import plan_audit, run_audit
+from auditor.audit import AUDIT_FILES, plan_audit, run_audit
 from auditor.cli.options import (
     calibration_option,
     check_ray_option,
@@ -22,7 +24,7 @@ from auditor.cli.options import (
     ray_options,
     sources_option,
 )
-from auditor.cli.progress import StageClock, StderrProgress
+from auditor.cli.progress import StderrProgress
 from auditor.cli.report_cmd import _history_path, echo_outcome, gate_option, history_option
 from auditor.cli.run_cmd import _RunProgress
 from auditor.cli.terminal import engine_output_to
@@ -33,6 +35,7 @@ from auditor.questions import load_questions
 from auditor.results import SUMMARY
 from auditor.review import REVIEW, check_audit_labels
 from auditor.store import CHECK_MANIFEST, CHECKS, ENGINE_LOG, MANIFEST, RECORDS
+from auditor.timings import TIMINGS, StageTimes
 from auditor.verify.answers import AnswerItem
 
 __all__ = ["audit"]
@@ -107,59 +110,57 @@ def audit(
     """Audit pipelines end to end: answer, check every claim, report, record, gate.
 
     Writes OUT/<pipeline>/ (records.jsonl, checks.jsonl, summary.json) for each pipeline and
-    OUT/report.html; records the audit in the history database. Exit code 0 when every
-    gate holds, 1 when one fails, 2 on bad input.
+    OUT/report.html; records the audit in the history database; ends with where the time
+    went, stage by stage (also in OUT/timings.json). Exit code 0 when every gate holds, 1 when
+    one fails, 2 on bad input.
     """
 
-    gates = [parse_gate(text) for text in gate_texts]  # bad gates fail before any engine starts
-    configs = [load_pipeline(resolve_pipeline_path(p)) for p in pipelines]
-    judge_config = load_judge_option(judge_path, judge_set, "--judge-set")
-    calibration = load_calibration_option(calibration_name)
-    if calibration is not None:  # another judge's calibration fails before any engine starts
-        judge_config = calibration.judge_config(judge_config, flag="--judge-set")
-    labels = load_labels_option(labels_path)
-    reads = [  # no file it writes lands on one it reads
-        *(Read("--pipeline", resolve_pipeline_path(p)) for p in pipelines),
-        Read("--questions", questions_path),
-        Read("--index", index_dir, folder=True),
-        Read("--judge", judge_path),
-        Read("--calibration", None if calibration is None else calibration.path),
-        Read("--examples", examples_path),
-        Read(
-            "the judge's examples",
-            None if judge_config.examples is None else Path(judge_config.examples),
-        ),
-        Read("--labels", labels_path),
-    ]
-    per_run = (MANIFEST, RECORDS, CHECKS, CHECK_MANIFEST, SUMMARY, REVIEW, ENGINE_LOG)
-    written = [f"{c.name}/{name}" for c in configs for name in per_run]
-    check_output_dir(out_dir, "--out", reads, ["report.html", ENGINE_LOG, *written])
-    refuse_output_on_input(_history_path(history_path), "--history", reads)
-    # every input is validated before a file is written or an engine started
-    run_dirs = plan_audit(
-        configs, questions_path, index_dir, out_dir, limit, _history_path(history_path)
-    )
-    questions = load_questions(questions_path)[:limit]
-    if labels:
-        names = [config.name for config in configs]
-        check_audit_labels(
-            labels, dict(zip(names, run_dirs, strict=True)), [q.id for q in questions]
+    times = StageTimes()  # the audit's clock starts with the command
+    times.before = stages_before(os.environ.get(MAKE_CLOCK), os.environ.get(MAKE_STARTED))
+    with times.time("input checks"):
+        gates = [parse_gate(text) for text in gate_texts]  # bad gates fail before any engine
+        configs = [load_pipeline(resolve_pipeline_path(p)) for p in pipelines]
+        judge_config = load_judge_option(judge_path, judge_set, "--judge-set")
+        calibration = load_calibration_option(calibration_name)
+        if calibration is not None:  # another judge's calibration fails before any engine
+            judge_config = calibration.judge_config(judge_config, flag="--judge-set")
+        labels = load_labels_option(labels_path)
+        reads = [  # no file it writes lands on one it reads
+            *(Read("--pipeline", resolve_pipeline_path(p)) for p in pipelines),
+            Read("--questions", questions_path),
+            Read("--index", index_dir, folder=True),
+            Read("--judge", judge_path),
+            Read("--calibration", None if calibration is None else calibration.path),
+            Read("--examples", examples_path),
+            Read(
+                "the judge's examples",
+                None if judge_config.examples is None else Path(judge_config.examples),
+            ),
+            Read("--labels", labels_path),
+        ]
+        per_run = (MANIFEST, RECORDS, CHECKS, CHECK_MANIFEST, SUMMARY, REVIEW, ENGINE_LOG)
+        written = [f"{c.name}/{name}" for c in configs for name in per_run]
+        check_output_dir(out_dir, "--out", reads, [*AUDIT_FILES, ENGINE_LOG, *written])
+        refuse_output_on_input(_history_path(history_path), "--history", reads)
+        # every input is validated before a file is written or an engine started
+        run_dirs = plan_audit(
+            configs, questions_path, index_dir, out_dir, limit, _history_path(history_path)
         )
-    # the answers to come, as examples see them: by question text (run records carry no
-    # source_id)
-    asked = [AnswerItem(q.id, q.question, "", q.reference, []) for q in questions]
-    judge_config, examples = load_examples_option(examples_path, judge_config, asked)
-    check_ray_option(ray)
-    clock = StageClock()
+        questions = load_questions(questions_path)[:limit]
+        if labels:
+            names = [config.name for config in configs]
+            check_audit_labels(
+                labels, dict(zip(names, run_dirs, strict=True)), [q.id for q in questions]
+            )
+        # the answers to come, as examples see them: by question text (run records carry no
+        # source_id)
+        asked = [AnswerItem(q.id, q.question, "", q.reference, []) for q in questions]
+        judge_config, examples = load_examples_option(examples_path, judge_config, asked)
+        check_ray_option(ray)
     with engine_output_to(out_dir / ENGINE_LOG), StderrProgress(enabled=not quiet) as display:
 
         def on_check_start(name: str, total: int) -> None:
-            clock.checking(name)
             display.bar(f"checking {name}", total)
-
-        def on_stage(message: str) -> None:
-            clock.message(message)
-            display.say(message)
 
         outcome = run_audit(
             configs,
@@ -170,8 +171,8 @@ def audit(
             gates=gates,
             history_path=_history_path(history_path),
             limit=limit,
-            run_callbacks=_TimedRunProgress(display, clock),
-            on_stage=on_stage,
+            run_callbacks=_RunProgress(display),
+            on_stage=display.say,
             on_check_start=on_check_start,
             on_check_batch=display.advance,
             on_check_calls=display.step,
@@ -184,29 +185,51 @@ def audit(
             ray=ray,
             ray_actors=ray_actors,
             examples=examples,
+            times=times,
         )
-    timings = ["where the time went (set-up is the Makefile's):", *clock.lines()]
+    notes = []
     if review:
-        timings.append(
+        notes.append(
             f"review: {review} answers of each pipeline drawn; open "
             f"{(outcome.report_path.resolve()).as_uri()}#review, mark each (y/n), Download "
             f"labels, then: auditor report {' '.join(str(r.run_dir) for r in outcome.runs)} "
             "--labels labels.jsonl"
         )
-    echo_outcome(outcome, timings)
+    try:
+        echo_outcome(outcome, notes)  # exits 1 when a gate failed
+    finally:  # where the time went, last, on stderr (stdout keeps the results)
+        click.echo(f"where the time went (wall seconds; also in {out_dir / TIMINGS}):", err=True)
+        for line in times.lines():
+            click.echo(line, err=True)
 
 
-class _TimedRunProgress(_RunProgress):
-    """The run's progress, with its stages on the audit's clock."""
+# make demo's clock (the Makefile's setup recipe writes the file): set-up and ingest ran before
+# this command; the table shows them above the audit's own stages
+MAKE_CLOCK = "AUDITOR_MAKE_CLOCK"
+MAKE_STARTED = "AUDITOR_MAKE_STARTED"
 
-    def __init__(self, display: StderrProgress, clock: StageClock) -> None:
-        super().__init__(display)
-        self.clock = clock
 
-    def stage(self, message: str) -> None:
-        self.clock.message(message)
-        super().stage(message)
-
-    def start_generation(self, total: int) -> None:
-        self.clock.generation()
-        super().start_generation(total)
+def stages_before(
+    clock: str | None, make_started: str | None, now: float | None = None
+) -> dict[str, float]:
+    """The stages before the audit from a clock file of `NAME EPOCH_SECONDS` lines: `started`
+    and `set-up` (when set-up began and ended); ingest is the rest up to now (with the two
+    commands' own start-up). Nothing without the file, or when it was written before this
+    make began (`make_started`, epoch seconds: set-up ran for another target)."""
+    if not clock or not make_started:
+        return {}
+    try:
+        began = float(make_started)
+        lines = Path(clock).read_text(encoding="utf-8").splitlines()
+        stamps = {name: float(value) for name, value in (line.split() for line in lines if line)}
+    except (OSError, ValueError):
+        return {}
+    now = time.time() if now is None else now
+    if not {"started", "set-up"} <= stamps.keys():
+        return {}
+    if not began - 1.0 <= stamps["started"] <= stamps["set-up"] <= now:
+        return {}
+    return {
+        "make demo: set-up": stamps["set-up"] - stamps["started"],
+        "make demo: ingest": now - stamps["set-up"],
+    }

@@ -3,8 +3,6 @@ stderr (even while engine output goes to a log, see `terminal`)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 import click
@@ -125,75 +123,3 @@ def _rate_column() -> Any:
             return Text(_rate(task.finished_speed or task.speed))
 
     return RateColumn()
-
-
-# an audit's stage messages (auditor.audit, run, models.prepare, vllm_offline, verify.check)
-# -> the stage they begin; the pipeline's name is put before the per-pipeline ones
-_STAGES = (
-    ("retrieving top-", "retrieval"),
-    ("joining and verifying", "model preparation"),
-    ("converting", "model preparation"),
-    ("starting vLLM engine", "engine start"),
-    ("generating with", "engine start"),
-    ("joining the Ray cluster", "judge start"),
-    ("loading the embedder", "judge start"),
-    ("opening the knowledge base", "judge start"),
-    ("starting judge", "judge start"),
-    ("checking with", "judge start"),
-    ("summaries, gates and report", "report"),
-)
-
-
-class StageClock:
-    """Where an audit's time went: each stage from its first message to the next stage's,
-    in seconds (what a user would change: model preparation is once per machine, engine
-    starts are per engine, generation and checking grow with the questions)."""
-
-    def __init__(self, now: Callable[[], float] = time.perf_counter) -> None:
-        self._now = now
-        self._pipeline = ""
-        self._current: str | None = None
-        self._since = 0.0
-        self.seconds: dict[str, float] = {}
-
-    def mark(self, stage: str) -> None:
-        """`stage` begins now (the current one ends); the same stage again continues it."""
-        if stage == self._current:
-            return
-        self.stop()
-        self._current, self._since = stage, self._now()
-
-    def stop(self) -> None:
-        if self._current is not None:
-            elapsed = self._now() - self._since
-            self.seconds[self._current] = self.seconds.get(self._current, 0.0) + elapsed
-        self._current = None
-
-    def message(self, text: str) -> None:
-        """A stage message of the audit."""
-        if text.startswith("pipeline ") and ":" in text:
-            self._pipeline = text.removeprefix("pipeline ").split(":", 1)[0]
-            self.mark(f"{self._pipeline}: set-up")
-            return
-        for prefix, stage in _STAGES:
-            if text.startswith(prefix):
-                per_pipeline = stage in ("retrieval", "model preparation", "engine start")
-                if stage == "judge start":
-                    self._pipeline = ""
-                self.mark(f"{self._pipeline}: {stage}" if per_pipeline else stage)
-                return
-
-    def generation(self) -> None:
-        self.mark(f"{self._pipeline}: generation")
-
-    def checking(self, name: str) -> None:
-        self.mark(f"checking {name}")
-
-    def lines(self) -> list[str]:
-        """One line per stage with its seconds, in the order they ran, and the total."""
-        self.stop()
-        total = sum(self.seconds.values())
-        width = max((len(s) for s in self.seconds), default=0)
-        return [f"  {stage:<{width}}  {secs:7.1f} s" for stage, secs in self.seconds.items()] + [
-            f"  {'total':<{width}}  {total:7.1f} s"
-        ]
