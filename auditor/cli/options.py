@@ -156,8 +156,9 @@ def load_calibration_option(given: str | None) -> Any:
 
 
 _RAY_WHERE = (
-    "`auto` (the one this machine joined), HOST:PORT, ray://HOST:10001; alone, a local cluster "
-    "for this command."
+    "`auto` (the one this machine joined: RAY_ADDRESS, else the last `ray start` here), "
+    "HOST:PORT, ray://HOST:10001; alone, a local cluster for this command, on loopback, "
+    "whatever RAY_ADDRESS names. A join no cluster answers fails within a minute."
 )
 _RAY_HELP = {
     "run": (
