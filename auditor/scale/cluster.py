@@ -6,9 +6,9 @@ behind redirects it). `--ray auto` joins the cluster this machine belongs to (`r
 here: RAY_ADDRESS, else that file); `--ray HOST:PORT` or `ray://HOST:10001` joins that one.
 A join is bounded: an address nobody answers on fails in one line at once; where something
 answers that is no Ray head, Ray gets one try (~40 s) instead of its 20 (some 14 minutes), and
-whatever else holds `ray.init` up ends at JOIN_TIMEOUT_S. Every node must have the auditor installed in the same
-environment (the workers import `auditor`) and read the same paths (the knowledge base,
-packaged models).
+whatever else holds `ray.init` up ends at JOIN_TIMEOUT_S. Every node must have the auditor
+installed in the same environment (the workers import `auditor`) and read the same paths (the
+knowledge base, packaged models).
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def _join(ray: Any, address: str, options: dict[str, Any]) -> None:
 
     if threading.current_thread() is threading.main_thread():
         # what ray.init does in the main thread (a SIGTERM ends the command through its
-        # clean-up); in another thread it says it did not, on the engine log
+        # clean-up); in another thread it sets none and says so (that line is dropped)
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
     quiet = _DropRecords("SIGTERM handler is not set")
     worker_log = logging.getLogger("ray._private.worker")
