@@ -21,6 +21,7 @@ __all__ = [
     "Verdict",
     "faithfulness",
     "flagged_at",
+    "hallucination_score",
     "ranking_score",
     "support_score",
 ]
@@ -125,3 +126,10 @@ def faithfulness(claims: Sequence[Claim]) -> float | None:
     if not judged:
         return None
     return sum(c.verdict == "supported" for c in judged) / len(judged)
+
+
+def hallucination_score(claims: Sequence[Claim]) -> float:
+    """The judge's continuous score of an answer being hallucinated, in [0, 1]: 1 - its
+    ranking score (its least supported judged claim). What a reviewed rate leans on: the
+    difference estimator narrows more with it than with the 0/1 flag."""
+    return 1.0 - ranking_score(claims)

@@ -59,7 +59,7 @@ import numpy as np
 
 from auditor.agreement import reviewer_agreement
 from auditor.calibration import wilson_interval
-from auditor.claim_rows import Claim, flagged_at
+from auditor.claim_rows import Claim, flagged_at, hallucination_score
 
 __all__ = [
     "HALF_WIDTHS",
@@ -329,12 +329,15 @@ def review_summary(
     sample came from."""
     claims_of = {str(row["id"]): [Claim.from_json(c) for c in row["claims"]] for row in checks}
     flag = {ident: flagged_at(claims, threshold) for ident, claims in claims_of.items()}
-    everyone = [float(f) for f in flag.values()]
+    # the judge's continuous score narrows the rate more than its flag (measured:
+    # bench/results/review-estimators-2026-12-07.json)
+    score = {ident: hallucination_score(claims) for ident, claims in claims_of.items()}
+    everyone = list(score.values())
     # only the drawn order's labelled prefix makes a rate; labels kept from outside the
     # sample, or past a drawn answer nobody labelled, count in the agreement only
     counted = [label for label in labels if getattr(label, "counted", True)]
     gold = [bool(label.hallucinated) for label in counted]
-    answer = reviewed_rate(gold, [float(flag[label.id]) for label in counted], everyone)
+    answer = reviewed_rate(gold, [score[label.id] for label in counted], everyone)
     withheld = _claims_unmarked(counted, claims_of)
     claim = None if withheld else _claim_rate(counted, claims_of, threshold)
     used = claim or answer

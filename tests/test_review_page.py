@@ -113,7 +113,9 @@ def test_a_drawn_answer_carries_its_label_data_flagged_claims_first_and_marked_s
     """At the check's threshold 0.7 the supported claim (p 0.6) is flagged too: the flags the
     command's reviewed rate uses, not the verdict's colour."""
     view = _review_views([_run(tmp_path, 0.7)])["reviews"][0]
-    assert view["judge"] == {"population": 3, "flagged": 2}  # q1 and q3: every check row
+    # q1 and q3 flagged, of every check row; each row's score (1 - its least p_supported) is
+    # what the page's provisional rate leans on, as the command's does
+    assert view["judge"] == {"population": 3, "flagged": 2, "scores": [1.0, 0.1, 0.9]}
     first, second = view["drawn"]
     assert [(c["index"], c["flagged"]) for c in first["claims"]] == [
         (0, True), (1, True), (2, True)
@@ -121,6 +123,7 @@ def test_a_drawn_answer_carries_its_label_data_flagged_claims_first_and_marked_s
     data = first["data"]
     assert data["question"] == "What are the terms?" and data["source_id"] == "q1"
     assert data["answer"].startswith("The warranty") and data["flagged"] is True
+    assert data["score"] == 1.0
     assert data["contexts"] == [c["text"] for c in _run(tmp_path, 0.7).records[0]["retrieved"]]
     # a span past the answer's end is no span a labels file takes
     assert [c["span"] for c in data["claims"]] == [[0, 27], [28, 51], None]

@@ -21,7 +21,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from auditor import __version__
-from auditor.claim_rows import Claim, flagged_at
+from auditor.claim_rows import Claim, flagged_at, hallucination_score
 from auditor.compare import compare_pair, compare_reviewed, headline, reviewed_headline
 from auditor.errors import BadInput
 from auditor.files import utc_now
@@ -278,6 +278,10 @@ def _review_item(
             "flagged": None
             if check is None
             else flagged_at([Claim.from_json(c) for c in raw], threshold),
+            # what the page's provisional rate leans on, as `review_summary` does
+            "score": None
+            if check is None
+            else round(hallucination_score([Claim.from_json(c) for c in raw]), 6),
             "claims": [
                 {"index": k, "span": _answer_span(c.get("span"), answer), "flagged": flags[k]}
                 for k, c in enumerate(raw)
@@ -338,7 +342,14 @@ def _review_views(runs: Sequence[RunArtifacts]) -> dict[str, Any]:
                 "population": review.get("population", "?"),
                 "drawn": items,
                 "missing": missing,
-                "judge": {"population": len(flags), "flagged": sum(flags.values())},
+                "judge": {
+                    "population": len(flags),
+                    "flagged": sum(flags.values()),
+                    "scores": [
+                        round(hallucination_score([Claim.from_json(c) for c in row["claims"]]), 6)
+                        for row in run.checks
+                    ],
+                },
                 "problem": (
                     f"review.json was drawn for another run (fingerprint {drawn_for}); draw "
                     f"again with `auditor review {run.run_dir}` after removing it"

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from auditor.claim_rows import Claim, flagged_at
+from auditor.claim_rows import Claim, flagged_at, hallucination_score
 from auditor.cli import cli
 from auditor.results import RunArtifacts, load_run
 from auditor.review import check_fingerprint, run_fingerprint
@@ -230,12 +230,18 @@ def _rate(page: Any, index: int) -> dict[str, Any]:
     }
 
 
+def _scores(run: RunArtifacts) -> dict[str, float]:
+    """The judge's score on each checked answer, as `review_summary` leans on it."""
+    return {
+        str(row["id"]): hallucination_score([Claim.from_json(c) for c in row["claims"]])
+        for row in run.checks
+    }
+
+
 def _same_rate(shown: dict[str, Any], labels: list[bool], ids: list[str], run: RunArtifacts) -> str:
-    """The page's rate is `reviewed_rate` on the same labels and the judge's flags."""
-    flags = _flags(run)
-    expected = reviewed_rate(
-        labels, [float(flags[i]) for i in ids], [float(f) for f in flags.values()]
-    )
+    """The page's rate is `reviewed_rate` on the same labels and the judge's scores."""
+    scores = _scores(run)
+    expected = reviewed_rate(labels, [scores[i] for i in ids], list(scores.values()))
     assert shown["method"] == expected.method and shown["labels"] == len(labels)
     for key in ("value", "low", "high"):
         assert shown[key] == pytest.approx(getattr(expected, key), abs=1e-9), key
@@ -307,7 +313,12 @@ def test_flagged_first_evidence_marked_next_unmarked_odd_ids_and_the_provisional
         articles["m2"].locator("li[data-claim='0'] button[data-judge='wrong']").click()
         articles["m2"].locator("li[data-claim='1'] button[data-judge='right']").click()
         assert page.locator("#review-progress-0").inner_text() == "3 of 6 reviewed"
-        assert _rate(page, 0)["method"] == "labels (Wilson, finite population)"  # 3 of 6
+        # only the drawn order's labelled prefix counts, as in `report --labels`
+        prefix = next(
+            (k for k, a in enumerate(drawn) if a not in {"__proto__", "constructor", "m2"}), 6
+        )
+        expected = "labels (Wilson, finite population)" if prefix else "no labels"
+        assert _rate(page, 0)["method"] == expected  # a prefix of the 3 of 6 labelled
 
         # u: from the first drawn answer to the next one not marked
         current = page.locator("article.review-item.current")

@@ -122,6 +122,7 @@
       rate: section.querySelector(".review-rate-value"),
       population: Number.isInteger(judge.population) ? judge.population : 0,
       flagged: Number.isInteger(judge.flagged) ? judge.flagged : 0,
+      scores: Array.isArray(judge.scores) ? judge.scores.filter(function (v) { return typeof v === "number"; }) : [],
       checkFingerprint: section.dataset.checkFingerprint || "",
       secondReview: section.dataset.secondReview === "true",
       rateLine: section.querySelector(".review-rate"),
@@ -354,15 +355,16 @@
     }
     var labels = [];
     var predictions = [];
+    var gap = false;  // only the drawn order's labelled prefix makes a rate, as in report
     run.items.forEach(function (item) {
       var mark = run.marks.get(item.id);
-      if (labelled(run, item) && typeof item.data.flagged === "boolean") {
+      if (!labelled(run, item)) { gap = true; }
+      if (!gap && typeof item.data.score === "number") {
         labels.push(mark.hallucinated);
-        predictions.push(item.data.flagged ? 1 : 0);
+        predictions.push(item.data.score);  // the judge's score, as review_summary leans on it
       }
     });
-    var everyone = [];
-    for (var k = 0; k < run.population; k += 1) { everyone.push(k < run.flagged ? 1 : 0); }
+    var everyone = run.scores;
     var rate = reviewedRate(labels, predictions, everyone);
     ["value", "low", "high", "labels", "method"].forEach(function (key) {
       run.rate.dataset[key] = String(rate[key]);
