@@ -19,18 +19,20 @@ from typing import Any
 from auditor import generate
 from auditor.calibrate import Calibration
 from auditor.config import JudgeConfig, PipelineConfig, VLLMGeneratorConfig
-from auditor.errors import BadInput
+from auditor.errors import AuditorError, BadInput
 from auditor.files import check_output_dir, check_output_file, write_json_atomic, write_text_atomic
 from auditor.gates import Gate, GateResult, evaluate_gates
 from auditor.generate.vllm_offline import VLLMGenerator, engine_settings
 from auditor.history import check_history, list_audits, record_audit
 from auditor.models import PACKAGED_MODELS, prepare_model
+from auditor.models.prepare import PreparedAhead
 from auditor.report import refuse_shared_names, render_report
 from auditor.results import SUMMARY, RunArtifacts, load_run, say_damaged_summary, summarize_run
 from auditor.review import ReviewLabel, assign_labels, draw_review, write_review
 from auditor.run import RunCallbacks, plan_run, run_pipeline
 from auditor.scale.checking import ray_runner
 from auditor.scale.generation import cluster_generators
+from auditor.store import read_records
 from auditor.timings import TIMINGS, StageTimes
 from auditor.verify import judges
 from auditor.verify.answers import choose_sources
@@ -243,6 +245,7 @@ def run_audit(
     labels_outside: str = "refuse",
     times: StageTimes | None = None,
     prepare: Callable[..., Any] | None = None,
+    prepare_ahead: bool = True,
 ) -> AuditOutcome:
     """Run every pipeline into OUT/<name>/, check each, write OUT/report.html (see module doc).
 
@@ -253,9 +256,17 @@ def run_audit(
     specificity were measured there) and the summaries carry corrected rates.
 
     Where the time went is timed stage by stage into `times` and written to OUT/timings.json
-    (also when the audit fails after its inputs were validated). `prepare(name, on_stage,
-    on_bytes)` prepares a packaged model before its engine starts (default: `prepare_model`
-    when the audit starts its own engines, none with `generator_factory` or Ray).
+    (also when the audit fails after its inputs were validated).
+
+    `prepare(name, on_stage=, on_bytes=, stop=)` prepares a packaged model (default:
+    `prepare_model` when the audit starts its own engines; none with `generator_factory` or
+    Ray: the factory does). With `prepare_ahead`, the packaged models of the pipelines with
+    questions left, and the judge's, are prepared one after another in a background thread
+    from the start, so a model is converted while the previous pipeline retrieves and its
+    engine starts; nothing runs in the background while an engine generates or checks (the
+    audit waits for it first: the measured throughput is the engine's alone). A failure
+    there is raised where the audit next waits; an interrupted audit stops it and leaves no
+    half model.
     """
 
     if calibration is not None:
@@ -274,6 +285,14 @@ def run_audit(
     if prepare is None and ray is None and generator_factory is None:
         prepare = prepare_model
     order = generation_order(pipelines, shared)
+    owners = _models_needed(
+        [pipelines[i] for i in order],
+        [run_dirs[i] for i in order],
+        questions_path,
+        index_dir,
+        limit,
+        judge_config if judge_factory is None and ray is None else None,
+    )
     for index in order:
         for stage in (
             "retrieval",
@@ -283,12 +302,15 @@ def run_audit(
             "engine stop",
         ):
             times.plan(stage, pipelines[index].name)
-    for stage in ("checking set-up", "judge start"):
-        times.plan(stage)
+    times.plan("checking set-up")
+    if "judge" in owners.values():  # the judge's model, prepared for an engine of its own
+        times.plan("model preparation", "judge")
+    times.plan("judge start")
     for config in pipelines:
         times.plan("checking", config.name)
     times.plan("summaries, gates and report")
     status = "failed"
+    models = None if prepare is None else _Models(prepare, owners, times, prepare_ahead, on_stage)
     try:
         with (
             cluster_generators(ray, ray_actors) as on_cluster,
@@ -306,10 +328,12 @@ def run_audit(
                     index_dir,
                     run_dir,
                     limit=limit,
-                    callbacks=run_callbacks,
-                    generator_factory=_preparing(factory, config.name, prepare, times),
+                    callbacks=_QuietGeneration(run_callbacks or RunCallbacks(), models),
+                    generator_factory=_preparing(factory, config.name, models),
                     times=times,
                 )
+            if models is not None:
+                models.quiet()
 
             with times.time("checking set-up"), ExitStack() as checking:
                 targets = []
@@ -330,7 +354,7 @@ def run_audit(
                         if shared is not None and shared.engine is not None:
                             times.plan("judge start", note="on the engine that generated")
                         if base_judge is None:
-                            start = _preparing(judges.make_judge, "judge", prepare, times)
+                            start = _preparing(judges.make_judge, "judge", models)
                             return (start or judges.make_judge)(config)
                         return base_judge(config)
 
@@ -370,6 +394,8 @@ def run_audit(
         status = "interrupted"
         raise
     finally:
+        if models is not None:
+            models.close()  # an interrupted or failed audit stops the background first
         times.stop()
         out_dir.mkdir(parents=True, exist_ok=True)
         write_json_atomic(out_dir / TIMINGS, times.to_json(status=status))
@@ -377,29 +403,127 @@ def run_audit(
     return outcome
 
 
+def _models_needed(
+    pipelines: Sequence[PipelineConfig],
+    run_dirs: Sequence[Path],
+    questions_path: Path,
+    index_dir: Path,
+    limit: int | None,
+    judge_config: JudgeConfig | None,
+) -> dict[str, str]:
+    """The packaged models the audit will start engines with, in generation order, each with
+    the pipeline that needs it first ("judge" for the judge's own): those of pipelines with
+    questions left, and the judge's when there are (new answers are checked)."""
+    owners: dict[str, str] = {}
+    for config, run_dir in zip(pipelines, run_dirs, strict=True):
+        generator = config.generator
+        if not isinstance(generator, VLLMGeneratorConfig):
+            continue
+        if generator.model not in PACKAGED_MODELS or generator.model in owners:
+            continue
+        questions, _ = plan_run(config, questions_path, index_dir, run_dir, limit)
+        try:
+            done = {r["id"] for r in read_records(run_dir)} if run_dir.is_dir() else set()
+        except AuditorError:  # a damaged record: the run repairs it and answers again
+            done = set()
+        if {q.id for q in questions} - done:
+            owners[generator.model] = config.name
+    judge = None if judge_config is None else judge_config.generator
+    if owners and isinstance(judge, VLLMGeneratorConfig) and judge.model in PACKAGED_MODELS:
+        owners.setdefault(judge.model, "judge")
+    return owners
+
+
+class _Models:
+    """Packaged models made ready before their engines start: prepared ahead in a background
+    thread (`PreparedAhead`), or here when asked. Each wait or preparation is timed in the
+    "model preparation" row of the pipeline that needs the model first; the background's own
+    seconds go to the same row (`StageTimes.background`)."""
+
+    def __init__(
+        self,
+        prepare: Callable[..., Any],
+        owners: dict[str, str],
+        times: StageTimes,
+        ahead: bool,
+        on_stage: Callable[[str], None],
+    ) -> None:
+        self.prepare, self.owners, self.times = prepare, owners, times
+        self.ahead = (
+            PreparedAhead(
+                list(owners),
+                prepare,
+                on_stage=lambda message: on_stage(f"in the background: {message}"),
+                on_done=lambda name, seconds: times.background(
+                    "model preparation", seconds, owners[name]
+                ),
+            )
+            if ahead and owners
+            else None
+        )
+
+    def ready(self, name: str, pipeline: str, **callbacks: Any) -> None:
+        """Block until `name` is prepared (raising its failure)."""
+        with self.times.time("model preparation", self.owners.get(name, pipeline)):
+            if self.ahead is not None and name in self.ahead:
+                self.ahead.wait(name)
+            else:
+                self.prepare(name, **callbacks)
+
+    def quiet(self) -> None:
+        """Wait until nothing is prepared in the background (an engine is about to generate
+        or check, and its throughput is measured)."""
+        if self.ahead is None:
+            return
+        for name in self.ahead.names:
+            with self.times.time("model preparation", self.owners[name]):
+                self.ahead.wait(name)
+
+    def close(self) -> None:
+        if self.ahead is not None:
+            self.ahead.close()
+
+
+class _QuietGeneration(RunCallbacks):
+    """A run's callbacks; generation starts once the background is idle (`_Models.quiet`)."""
+
+    def __init__(self, inner: RunCallbacks, models: _Models | None) -> None:
+        self.inner, self.models = inner, models
+
+    def stage(self, message: str) -> None:
+        self.inner.stage(message)
+
+    def bytes(self, done: int, total: int) -> None:
+        self.inner.bytes(done, total)
+
+    def start_generation(self, total: int) -> None:
+        if self.models is not None:
+            self.models.quiet()
+        self.inner.start_generation(total)
+
+    def result(self, record: dict[str, Any]) -> None:
+        self.inner.result(record)
+
+
 def _preparing(
-    factory: Callable[..., Any] | None,
-    pipeline: str,
-    prepare: Callable[..., Any] | None,
-    times: StageTimes,
+    factory: Callable[..., Any] | None, pipeline: str, models: _Models | None
 ) -> Callable[..., Any] | None:
     """`factory` (an engine's start; None: `run_pipeline`'s default), with its packaged model
-    prepared first under the pipeline's "model preparation" row (a judge's factory takes the
-    judge's config)."""
-    if prepare is None:
+    made ready first (a judge's factory takes the judge's config)."""
+    if models is None:
         return factory
     base = factory or generate.make_generator
 
     def start(cfg: Any, **callbacks: Any) -> Any:
         generator = getattr(cfg, "generator", cfg)  # a judge's config holds its generator's
         if isinstance(generator, VLLMGeneratorConfig) and generator.model in PACKAGED_MODELS:
-            with times.time("model preparation", pipeline):
-                assert prepare is not None
-                prepare(
-                    generator.model,
-                    on_stage=callbacks.get("on_stage"),
-                    on_bytes=callbacks.get("on_bytes"),
-                )
+            assert models is not None
+            models.ready(
+                generator.model,
+                pipeline,
+                on_stage=callbacks.get("on_stage"),
+                on_bytes=callbacks.get("on_bytes"),
+            )
         return base(cfg, **callbacks)
 
     return start

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from auditor.audit import AuditOutcome, run_audit
 from auditor.cli import cli
 from auditor.config import IngestConfig, JudgeConfig, PipelineConfig
-from auditor.errors import BadInput
+from auditor.errors import AuditorError, BadInput
 from auditor.gates import parse_gate
 from auditor.history import list_audits
 from auditor.ingest import ingest_corpus
@@ -456,6 +456,7 @@ def test_the_judge_checks_on_the_engine_of_the_pipeline_with_its_settings(
         judge_config,
         embed=FakeEmbedder().embed,
         prepare=prepare,
+        prepare_ahead=False,  # in the order the engines need them (the log's order)
     )
     judge_model = judge_config.generator.model
     assert log == [
@@ -512,3 +513,160 @@ def test_the_demos_1_5b_pipeline_runs_on_the_judges_engine_on_two_cores(
     pipelines = Path(__file__).resolve().parents[1] / "pipelines"
     assert shared.serves(load_pipeline(pipelines / "qwen-1.5b-cpu.toml").generator)
     assert not shared.serves(load_pipeline(pipelines / "qwen-0.5b-cpu.toml").generator)
+
+
+PER_PIPELINE = ("retrieval", "model preparation", "engine start", "generation", "engine stop")
+
+
+def test_an_audit_says_where_its_time_went(corpus: tuple[Path, Path], tmp_path: Path) -> None:
+    """OUT/timings.json holds every stage of the audit, each pipeline's in the order they
+    ran, with seconds >= 0 that add up (with "other") to the audit's wall time."""
+    out = tmp_path / "audit"
+    outcome = _audit(corpus, out, {"good": GOOD, "sloppy": SLOPPY})
+    timings = json.loads((out / "timings.json").read_text(encoding="utf-8"))
+    stages = [(row["pipeline"], row["stage"]) for row in timings["stages"]]
+    assert stages == [
+        *((name, stage) for name in ("good", "sloppy") for stage in PER_PIPELINE),
+        (None, "checking set-up"),
+        (None, "judge start"),
+        ("good", "checking"),
+        ("sloppy", "checking"),
+        (None, "summaries, gates and report"),
+    ]
+    assert all(row["seconds"] >= 0 for row in timings["stages"])
+    assert timings["status"] == "complete" and timings["other_s"] >= 0
+    total = sum(row["seconds"] for row in timings["stages"]) + timings["other_s"]
+    assert total == pytest.approx(timings["wall_s"], abs=0.01)
+    assert outcome.times is not None and outcome.times.wall_s >= timings["wall_s"] - 0.01
+    # the audit dir holds its own files and the run dirs, nothing a reader would take for a run
+    assert sorted(p.name for p in out.iterdir()) == [
+        "good",
+        "report.html",
+        "sloppy",
+        "timings.json",
+    ]
+
+
+@pytest.fixture
+def fake_engines(monkeypatch: pytest.MonkeyPatch, use_fake_embedder: FakeEmbedder) -> list[str]:
+    """The CLI's engines and judge as fakes; the models they ask for, in order."""
+    from auditor.generate.vllm_offline import VLLMGenerator
+    from auditor.verify import judges
+
+    started: list[str] = []
+
+    def start(cls: Any, cfg: Any, **_: Any) -> FakeGenerator:
+        started.append(cfg.model)
+        return FakeGenerator().enqueue(*GOOD)
+
+    monkeypatch.setattr(VLLMGenerator, "from_config", classmethod(start))
+    monkeypatch.setattr(judges, "make_judge", lambda config: FakeJudge())
+    return started
+
+
+def _audit_cli(
+    corpus: tuple[Path, Path], tmp_path: Path, model: str, env: dict[str, str] | None = None
+) -> Any:
+    index, questions = corpus
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(
+        'name = "p"\n[ingest.embedder]\nmodel = "fake-words"\n[generator]\nkind = "vllm"\n'
+        f'model = "{model}"\n',
+        "utf-8",
+    )
+    args = ["audit", "--pipeline", str(pipeline), "--questions", str(questions)]
+    args += ["--index", str(index), "--out", str(tmp_path / "audit")]
+    args += ["--history", str(tmp_path / "h.sqlite"), "--judge-set", 'metrics=["faithfulness"]']
+    return CliRunner().invoke(cli, args, env=env)
+
+
+def test_the_audit_command_ends_with_the_table_of_stages_on_stderr(
+    corpus: tuple[Path, Path],
+    tmp_path: Path,
+    fake_engines: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Last on stderr: one line per stage with its seconds, make demo's set-up and ingest
+    first when its clock is given, then the rest and the wall time; stdout keeps the results."""
+    import time
+
+    prepared: list[str] = []
+    monkeypatch.setattr("auditor.audit.prepare_model", lambda name, **_: prepared.append(name))
+    now = time.time()
+    clock = tmp_path / "demo.clock"
+    clock.write_text(f"started {now - 30}\nset-up {now - 10}\n")
+    env = {"AUDITOR_MAKE_CLOCK": str(clock), "AUDITOR_MAKE_STARTED": str(now - 31)}
+    result = _audit_cli(corpus, tmp_path, "smollm2-135m-instruct", env)
+    assert result.exit_code == 0, result.output
+    assert "where the time went" not in result.stdout
+    table = result.stderr[result.stderr.index("where the time went") :].splitlines()
+    labels = [re.split(r"\s{2,}", line.strip())[0] for line in table[1:]]
+    assert labels == [
+        "make demo: set-up",
+        "make demo: ingest",
+        "input checks",
+        *(f"p: {stage}" for stage in PER_PIPELINE),
+        "checking set-up",
+        "judge: model preparation",  # the default judge on an engine of its own
+        "judge start",
+        "p: checking",
+        "summaries, gates and report",
+        "other",
+        "audit (wall)",
+        "with the stages before",
+    ]
+    seconds = [float(re.search(r"\s(-?\d+\.\d) s", line).group(1)) for line in table[1:]]  # type: ignore[union-attr]
+    assert all(value >= 0 for value in seconds)
+    assert seconds[0] == pytest.approx(20.0, abs=0.2) and seconds[1] >= 10.0
+    assert fake_engines == ["smollm2-135m-instruct"]
+    # the pipeline's model was prepared in the background, then the judge's
+    assert prepared == ["smollm2-135m-instruct", "qwen2.5-coder-1.5b-instruct"]
+
+
+def test_a_clock_from_an_earlier_make_is_not_read(tmp_path: Path) -> None:
+    from auditor.cli.audit_cmd import stages_before
+
+    clock = tmp_path / "demo.clock"
+    clock.write_text("started 100.0\nset-up 160.0\n")
+    assert stages_before(str(clock), "99.5", now=200.0) == {
+        "make demo: set-up": 60.0,
+        "make demo: ingest": 40.0,
+    }
+    assert stages_before(str(clock), "150.0", now=200.0) == {}  # set-up ran for another make
+    assert stages_before(str(clock), None, now=200.0) == {}
+    assert stages_before(str(tmp_path / "none"), "99.5", now=200.0) == {}
+    clock.write_text("started x\n")
+    assert stages_before(str(clock), "99.5", now=200.0) == {}
+
+
+def test_a_model_that_fails_to_prepare_in_the_background_fails_the_audit_in_one_line(
+    corpus: tuple[Path, Path],
+    tmp_path: Path,
+    fake_engines: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The conversion fails in the background thread: the audit stops before that model's
+    engine starts, says the error in one line, exits non-zero, and leaves no model folder
+    and no work dir in the cache; timings.json says it failed."""
+    from auditor.models import PACKAGED_MODELS
+    from tests.test_models import make_tiny_package
+
+    model, _ = make_tiny_package(tmp_path, monkeypatch)
+    monkeypatch.setitem(PACKAGED_MODELS, "tiny", model)
+
+    def failing_convert(gguf: Path, folder: Path, stop: object) -> dict[str, object]:
+        folder.mkdir(parents=True)
+        (folder / "model.safetensors").write_bytes(b"half the weights")
+        raise AuditorError("converting model.gguf failed: MemoryError")
+
+    monkeypatch.setattr("auditor.models.prepare._convert", failing_convert)
+    models = tmp_path / "models"
+    result = _audit_cli(corpus, tmp_path, "tiny", {"AUDITOR_MODELS_DIR": str(models)})
+    assert result.exit_code == 1, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error")]
+    assert errors == ["Error: converting model.gguf failed: MemoryError"]
+    assert "Traceback" not in result.output
+    assert [p.name for p in models.iterdir() if not p.name.startswith(".")] == []
+    assert fake_engines == []  # no engine started
+    timings = json.loads((tmp_path / "audit" / "timings.json").read_text(encoding="utf-8"))
+    assert timings["status"] == "failed"

@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from auditor.cli import cli
-from auditor.errors import BadInput
+from auditor.errors import AuditorError, BadInput
 from auditor.models import PACKAGED_MODELS, PackagedModel, get_packaged_model, prepare_model
-from auditor.models.prepare import prepared
+from auditor.models.prepare import PreparationStopped, PreparedAhead, prepared
 
 
 @pytest.fixture
 def tiny_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[PackagedModel, bytes]:
+    return make_tiny_package(tmp_path, monkeypatch)
+
+
+def make_tiny_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[PackagedModel, bytes]:
     """A fake two-part 'model package' importable from tmp_path."""
     parts = [b"GGUF part one ", b"and part two"]
     for number, data in enumerate(parts, start=1):
@@ -67,7 +76,7 @@ def test_tampered_part_is_refused_before_conversion(
     monkeypatch.setitem(PACKAGED_MODELS, "tiny", tampered)
     converted: list[Path] = []
     monkeypatch.setattr(
-        "auditor.models.prepare._convert", lambda gguf, folder: converted.append(gguf)
+        "auditor.models.prepare._convert", lambda gguf, folder, stop: converted.append(gguf)
     )
     cache = tmp_path / "cache"
     with pytest.raises(
@@ -86,7 +95,7 @@ def test_prepare_joins_in_order_verifies_and_records_identity(
     monkeypatch.setitem(PACKAGED_MODELS, "tiny", model)
     calls: list[bytes] = []
 
-    def fake_convert(gguf: Path, folder: Path) -> dict[str, object]:
+    def fake_convert(gguf: Path, folder: Path, stop: object) -> dict[str, object]:
         calls.append(gguf.read_bytes())
         folder.mkdir(parents=True)
         (folder / "config.json").write_text("{}")
@@ -119,3 +128,79 @@ def test_cli_models_list_and_bad_name(tmp_path: Path, monkeypatch: pytest.Monkey
     assert all(row["installed"] and not row["prepared"] for row in rows.values())
     result = CliRunner().invoke(cli, ["models", "prepare", "qwen-7b"], catch_exceptions=False)
     assert result.exit_code == 2 and "unknown model 'qwen-7b'; packaged models:" in result.stderr
+
+
+def _left_in(cache: Path) -> list[str]:
+    return sorted(p.name for p in cache.iterdir() if not p.name.startswith("."))
+
+
+def test_a_preparation_stopped_in_the_background_leaves_no_half_model(
+    tiny_package: tuple[PackagedModel, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing a background preparation mid-conversion kills the conversion's process at once,
+    removes the work dir and names the model to whoever waits for it."""
+    model, _ = tiny_package
+    monkeypatch.setitem(PACKAGED_MODELS, "tiny", model)
+    monkeypatch.setattr(
+        "auditor.models.prepare._convert_command",
+        lambda gguf, folder: [sys.executable, "-c", "import time; time.sleep(120)"],
+    )
+    cache = tmp_path / "cache"
+    converting = threading.Event()
+
+    def on_stage(message: str) -> None:
+        if message.startswith("converting"):
+            converting.set()
+
+    def prepare(name: str, **kw: object) -> object:
+        return prepare_model(name, cache=cache, **kw)  # type: ignore[arg-type]
+
+    ahead = PreparedAhead(["tiny"], prepare, on_stage=on_stage)
+    assert converting.wait(30)
+    assert [p.name for p in cache.glob("tiny.tmp-*")]  # at work
+    started = time.monotonic()
+    ahead.close()
+    assert time.monotonic() - started < 10  # the 120-s conversion was killed
+    assert _left_in(cache) == []
+    with pytest.raises(PreparationStopped, match="stopped"):
+        ahead.wait("tiny")
+
+
+def test_a_background_failure_is_raised_where_the_caller_waits(
+    tmp_path: Path,
+) -> None:
+    """The first failure is raised as it was, by `wait` of that model and of any later one
+    and by `wait_all`; the models after it are not prepared."""
+    prepared_names: list[str] = []
+
+    def prepare(name: str, **_: object) -> None:
+        if name == "b":
+            raise AuditorError("converting model.gguf failed: out of memory")
+        prepared_names.append(name)
+
+    done: list[str] = []
+    ahead = PreparedAhead(["a", "b", "c"], prepare, on_done=lambda name, s: done.append(name))
+    ahead.wait("a")
+    for wait in (lambda: ahead.wait("b"), lambda: ahead.wait("c"), ahead.wait_all):
+        with pytest.raises(AuditorError, match=r"^converting model\.gguf failed: out of memory$"):
+            wait()
+    ahead.close()
+    assert prepared_names == ["a"] and done == ["a", "b"]
+
+
+def test_a_work_dir_left_by_a_killed_preparation_is_removed_by_the_next(
+    tiny_package: tuple[PackagedModel, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model, _ = tiny_package
+    monkeypatch.setitem(PACKAGED_MODELS, "tiny", model)
+
+    def fake_convert(gguf: Path, folder: Path, stop: object) -> dict[str, object]:
+        folder.mkdir(parents=True)
+        (folder / "model.safetensors").write_bytes(b"weights")
+        return {}
+
+    monkeypatch.setattr("auditor.models.prepare._convert", fake_convert)
+    cache = tmp_path / "cache"
+    (cache / "tiny.tmp-999999" / "hf").mkdir(parents=True)  # a killed process's
+    prepare_model("tiny", cache=cache)
+    assert _left_in(cache) == ["tiny"]

