@@ -170,7 +170,9 @@ def overlap(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     if not (index / "manifest.json").is_file():
         subprocess.run(
             [
-                str(REPO / ".venv" / "bin" / "auditor"),
+                sys.executable,
+                "-m",
+                "auditor",
                 "ingest",
                 str(REPO / "corpora/kestrel/docs"),
                 "--index",
