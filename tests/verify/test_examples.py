@@ -267,7 +267,10 @@ def test_a_claim_people_accepted_before_is_supported_and_says_so(
         *("--answers", str(answers), "--out", str(out), "--examples", str(examples)),
         *("--set", 'examples_in="memory"'),
     )
-    assert again.exit_code == 2 and "re-check into a new run dir that shares its records" in again.output
+    assert (
+        again.exit_code == 2
+        and "re-check into a new run dir that shares its records" in again.output
+    )
 
 
 def test_examples_that_match_no_answer_are_said_and_the_check_goes_on(
