@@ -34,6 +34,7 @@ __all__ = [
     "FakeGenerator",
     "FakeJudge",
     "SharedGenerator",
+    "put_back_cluster_file",
     "ray_cluster_processes",
     "ray_nodes_here",
 ]
@@ -331,33 +332,89 @@ def _words(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text)}
 
 
+# `ray start` with every address of the node on loopback. With Ray's cluster mode on (Linux),
+# Ray 2.60 resolves 127.0.0.1 to the address other machines reach, for --node-ip-address and
+# for the head's address alike, and its GCS and raylets listen on every interface; with it off
+# (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, as on macOS) the node is 127.0.0.1 and so is every port,
+# but `ray start --address` refuses to add a second node. So the mode is off for every process
+# of the cluster (its environment) and for the drivers that join it, and `ray start` itself
+# runs with the node's address pinned to loopback and the refusal lifted.
+_LOOPBACK_RAY_START = """
+import sys
+from ray._private import ray_constants, services
+from ray.scripts.scripts import main
+ray_constants.ENABLE_RAY_CLUSTER = True  # a second node may join (the nodes are on loopback)
+services.get_node_ip_address = lambda address=None: "127.0.0.1"
+sys.argv[0] = "ray"
+main()
+"""
+
+
 @contextlib.contextmanager
 def ray_nodes_here(nodes: int = 2) -> Iterator[tuple[str, dict[str, str]]]:
     """A real Ray cluster of `nodes` nodes on this machine (`ray start --head`, then `ray start
-    --address` for each other node; 1 CPU each), stopped after: (address, environment to reach
-    it; Ray 2.60 clusters ask for a token). For the e2e tests and bench/ray_check.py.
+    --address` for each other node; 1 CPU each), on 127.0.0.1 alone, stopped after: (address,
+    environment to reach it; Ray 2.60 clusters ask for a token, and a driver keeps 127.0.0.1
+    only with Ray's cluster mode off, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0). For the e2e tests
+    and bench/ray_check.py.
 
     Without a token of the user's (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH, ~/.ray/auth_token) the
     cluster gets one of its own, in the environment only. Only this cluster's processes are
-    stopped: `ray stop` would end every Ray cluster on the machine, another user's too."""
-    ray = str(Path(sys.executable).with_name("ray"))
-    env = os.environ | {"RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0"}
+    stopped: `ray stop` would end every Ray cluster on the machine, another user's too. The
+    file `ray start --head` names the cluster in (ray_current_cluster, which `auto` and a bare
+    `ray.init()` join) is put back as it was when it names this cluster's port: removed, or
+    the earlier one restored; one naming another cluster is left alone."""
+    from auditor.scale.cluster import ray_address_file
+
+    ray = [sys.executable, "-c", _LOOPBACK_RAY_START]
+    env = os.environ | {
+        "RAY_AUTH_MODE": "token",
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    }
     if not _ray_token_found(env):
         env["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
-    common = ["--num-cpus", "1", "--num-gpus", "0", "--object-store-memory", "200000000"]
-    head = [ray, "start", "--head", "--port", str(port), "--include-dashboard=false", *common]
+    common = [
+        "--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--num-gpus", "0",
+        "--object-store-memory", "200000000",
+    ]  # fmt: skip
+    head = [*ray, "start", "--head", "--port", str(port), "--include-dashboard=false", *common]
     address = f"127.0.0.1:{port}"
+    cluster_file = ray_address_file()
+    before = _read_text(cluster_file)
     try:
         subprocess.run(head, env=env, check=True, capture_output=True, timeout=180)
         for _ in range(nodes - 1):
-            worker = [ray, "start", "--address", address, *common]
+            worker = [*ray, "start", "--address", address, *common]
             subprocess.run(worker, env=env, check=True, capture_output=True, timeout=180)
         yield address, env
     finally:
         _stop_ray_cluster(address)
+        put_back_cluster_file(cluster_file, before, address)
+
+
+def put_back_cluster_file(path: Path, before: str | None, address: str) -> None:
+    """Ray's cluster file (`path`) as it was (`before`: its text, None when there was none)
+    if it now names `address`'s port, as `ray start --head` wrote it; otherwise left alone
+    (another cluster started meanwhile wrote it)."""
+    now = _read_text(path)
+    port = address.rpartition(":")[2]
+    if now is None or now.strip().rpartition(":")[2] != port:
+        return
+    if before is None:
+        path.unlink(missing_ok=True)
+    else:
+        path.write_text(before, encoding="utf-8")
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
 
 
 def _ray_token_found(env: dict[str, str]) -> bool:

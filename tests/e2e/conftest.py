@@ -18,7 +18,7 @@ import pytest
 
 from auditor.generate.vllm_offline import VLLMGenerator, engine_settings
 from auditor.scale.cluster import ray_address_file
-from auditor.testing import ray_nodes_here
+from auditor.testing import put_back_cluster_file, ray_nodes_here
 from tests.conftest import ENGINE_CORES, ONE_CORE
 from tests.e2e.servers import vllm_server
 
@@ -148,10 +148,11 @@ def light_judge(
 
 @contextlib.contextmanager
 def ray_nodes_leaving_no_file(nodes: int) -> Iterator[tuple[str, dict[str, str]]]:
-    """`ray_nodes_here(nodes)`, and after it the file `ray start --head` names its cluster in
-    (/tmp/ray/ray_current_cluster, which `auto` and a bare `ray.init()` join) as it was before:
-    the cluster is killed, not `ray stop`ped, so the file would name a cluster long gone. Left
-    alone when something else wrote it meanwhile (it names another port)."""
+    """`ray_nodes_here(nodes)` (which puts back the file `ray start --head` names its cluster
+    in, /tmp/ray/ray_current_cluster, as it was), checked again here after it: the cluster is
+    killed, not `ray stop`ped, so the file would name a cluster long gone, and `auto` and a
+    bare `ray.init()` join what it names. Left alone when something else wrote it meanwhile
+    (it names another port)."""
     path = ray_address_file()
     before = _read(path)
     address = None
@@ -160,13 +161,8 @@ def ray_nodes_leaving_no_file(nodes: int) -> Iterator[tuple[str, dict[str, str]]
             address = found[0]
             yield found
     finally:
-        now = _read(path)
-        port = address.rpartition(":")[2] if address else None
-        if now is not None and port is not None and now.rpartition(":")[2] == port:
-            if before is None:
-                path.unlink(missing_ok=True)
-            else:
-                path.write_text(before, encoding="utf-8")
+        if address is not None:
+            put_back_cluster_file(path, before, address)
 
 
 def _read(path: Path) -> str | None:
