@@ -64,6 +64,7 @@ def _run(engine: VLLMGenerator, index: Path, out: Path, limit: int) -> Any:
     )
 
 
+@pytest.mark.timing  # the engine's clock against our loop's: alone on the machine
 def test_records_carry_engine_timings_that_agree_with_the_clock(
     engine: VLLMGenerator, kestrel_index: Path, tmp_path: Path
 ) -> None:

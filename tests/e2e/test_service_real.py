@@ -68,6 +68,7 @@ def _pipeline(tmp: Path, name: str, generator: str) -> Path:
     return path
 
 
+@pytest.mark.timing  # the client's TTFT against the service's own: alone on the machine
 def test_audit_of_a_streamed_and_a_silent_service(
     rag_service: str, kestrel_index: Path, light_judge: Path, tmp_path: Path
 ) -> None:
@@ -151,6 +152,7 @@ def test_audit_of_a_streamed_and_a_silent_service(
         assert ", knowledge base:" in html
 
 
+@pytest.mark.timing  # not a timing, but the same `vllm serve`: started once, in that phase
 def test_a_json_service_checked_against_what_it_returned(
     rag_service: str, kestrel_index: Path, light_judge: Path, tmp_path: Path
 ) -> None:
