@@ -1,7 +1,13 @@
 """Where `make demo`'s time goes, and what preparing models ahead saves.
 
-    .venv/bin/python bench/demo_stages.py [--parts overlap,from-nothing] [--rounds 1]
-        [--tmp /tmp/demo-stages] [--max-load 1.5] [--name NAME]
+    .venv/bin/python bench/demo_stages.py [--parts pairs,overlap,from-nothing] [--rounds 1]
+        [--pair-rounds 2] [--tmp /tmp/demo-stages] [--max-load 1.5] [--name NAME]
+
+- pairs: each overlap the audit makes, alone and beside the conversion it overlaps, each in a
+  new process, sides in turn: the 0.5B's engine start alone, beside the 1.5B's conversion at
+  normal priority and at idle priority (what the background uses); the first retrieval
+  (the embedder's load) alone and beside the 0.5B's conversion at both priorities. Per
+  side: the foreground's seconds and the seconds until both were done.
 
 - overlap: the demo's audit (its pipelines, questions, judge settings, gates and review, as the
   Makefile runs it) twice a round, each from an empty model cache into a new out dir, on one
@@ -43,7 +49,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.
 from bench.harness import REPO, RESULTS, side_order, spread, spread_line, write_result
 
 SIDES = ("serial", "ahead")
+PAIR_SIDES = ("alone", "normal", "idle")
 RUN_TIMEOUT_S = 3600
+ENGINE_MODEL, CONVERTED = "qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct"
 
 
 def makefile_value(name: str) -> str:
@@ -127,6 +135,114 @@ def child(side: str, args: list[str]) -> None:
     main()
 
 
+def pair_child(work: str, side: str, tmp: Path) -> None:
+    """One pair: the foreground work (an engine start, a retrieval) alone or beside a
+    conversion at normal or idle priority; prints the seconds as JSON."""
+    from auditor.models.prepare import _convert_command
+
+    model = CONVERTED if work == "engine" else ENGINE_MODEL
+    out = tmp / "pairs" / "converted"
+    shutil.rmtree(out, ignore_errors=True)
+    started = time.monotonic()
+    conversion = None
+    if side != "alone":
+        command = _convert_command(tmp / "pairs" / f"{model}.gguf", out, idle=side == "idle")
+        conversion = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if work == "engine":
+        from auditor.config import VLLMGeneratorConfig
+        from auditor.generate.vllm_offline import VLLMGenerator
+
+        config = VLLMGeneratorConfig.model_validate(
+            {
+                "kind": "vllm",
+                "model": str(tmp / "pairs" / "models" / ENGINE_MODEL),
+                "max_model_len": 4096,
+                "cpu_threads": "0-1",
+                "kv_cache_gib": 1,
+            }
+        )
+        begun = time.monotonic()
+        VLLMGenerator.from_config(config).close()
+        foreground = time.monotonic() - begun
+    else:
+        from auditor.retrieve import Retriever
+
+        retriever = Retriever.open(tmp / "index")
+        for question in ("How long is the warranty?", "Can I return a thermostat?") * 4:
+            retriever.search(question, k=4)
+        foreground = time.monotonic() - started
+    if conversion is not None and conversion.wait() != 0:
+        sys.exit("the conversion failed")
+    print(json.dumps({"foreground_s": foreground, "both_s": time.monotonic() - started}))
+
+
+def pairs(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """The engine start and the first retrieval, alone and beside a conversion."""
+    from auditor.models.prepare import _join_parts, prepare_model
+    from auditor.models.registry import get_packaged_model
+
+    folder = tmp / "pairs"
+    for name in (ENGINE_MODEL, CONVERTED):  # untimed: the folders and GGUFs the pairs use
+        prepare_model(name, cache=folder / "models")
+        gguf = folder / f"{name}.gguf"
+        if not gguf.is_file():
+            _join_parts(get_packaged_model(name), gguf, None, None)
+    ensure_index(tmp)
+    figures: dict[str, Any] = {}
+    for work in ("engine", "retrieval"):
+        runs: list[dict[str, Any]] = []
+        for round_no in range(1, args.pair_rounds + 1):
+            order = PAIR_SIDES if round_no % 2 else tuple(reversed(PAIR_SIDES))
+            for side in order:
+                load_before = wait_for_quiet(args.max_load, args.wait_s)
+                command = [sys.executable, __file__, "--pair", work, side, "--tmp", str(tmp)]
+                done = subprocess.run(
+                    command,
+                    cwd=REPO,
+                    capture_output=True,
+                    text=True,
+                    timeout=RUN_TIMEOUT_S,
+                    check=False,
+                )
+                if done.returncode != 0:
+                    sys.exit(f"{work} {side}: {done.stderr[-2000:]}")
+                run = json.loads(done.stdout.strip().splitlines()[-1])
+                run |= {"side": side, "round": round_no, "load_before": load_before}
+                runs.append(run)
+                print(
+                    f"{work} {side}: {run['foreground_s']:.1f} s, both done {run['both_s']:.1f} s"
+                    f" (load {load_before:.2f})",
+                    flush=True,
+                )
+        part: dict[str, Any] = {"runs": runs}
+        for side in PAIR_SIDES:
+            mine = [r for r in runs if r["side"] == side]
+            part[f"{side}_foreground_s"] = spread([r["foreground_s"] for r in mine])
+            part[f"{side}_both_s"] = spread([r["both_s"] for r in mine])
+        figures[work] = part
+    return figures
+
+
+def ensure_index(tmp: Path) -> Path:
+    index = tmp / "index"
+    if not (index / "manifest.json").is_file():
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "auditor",
+                "ingest",
+                str(REPO / "corpora/kestrel/docs"),
+                "--index",
+                str(index),
+            ],
+            cwd=REPO,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    return index
+
+
 def one_audit(side: str, index: Path, work: Path, log: Path) -> dict[str, Any]:
     """The demo's audit from an empty model cache; its timings and the machine's load."""
     models, out = work / "models", work / "out"
@@ -166,22 +282,7 @@ def one_audit(side: str, index: Path, work: Path, log: Path) -> dict[str, Any]:
 
 
 def overlap(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    index = tmp / "index"
-    if not (index / "manifest.json").is_file():
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "auditor",
-                "ingest",
-                str(REPO / "corpora/kestrel/docs"),
-                "--index",
-                str(index),
-            ],
-            cwd=REPO,
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+    index = ensure_index(tmp)
     runs: list[dict[str, Any]] = []
     for round_no in range(1, args.rounds + 1):
         for side in side_order(round_no, SIDES):
@@ -269,17 +370,22 @@ def from_nothing(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", default="overlap,from-nothing")
+    parser.add_argument("--parts", default="pairs,overlap,from-nothing")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--pair-rounds", type=int, default=2)
     parser.add_argument("--tmp", type=Path, default=Path("/tmp/demo-stages"))
     parser.add_argument("--max-load", type=float, default=1.5)
     parser.add_argument("--wait-s", type=float, default=1800)
     parser.add_argument("--name", default=f"demo-stages-{time.strftime('%Y-%m-%d')}")
     parser.add_argument("--child", choices=SIDES, help=argparse.SUPPRESS)
+    parser.add_argument("--pair", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.rest)
+        return
+    if args.pair:
+        pair_child(*args.pair, args.tmp)
         return
     args.tmp.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{args.name}.json"
@@ -287,6 +393,8 @@ def main() -> None:
     if path.is_file():  # a part run alone keeps the other's figures
         figures = json.loads(path.read_text(encoding="utf-8")).get("figures", {})
     parts = args.parts.split(",")
+    if "pairs" in parts:
+        figures["pairs"] = pairs(args, args.tmp)
     if "overlap" in parts:
         figures["overlap"] = overlap(args, args.tmp)
     if "from-nothing" in parts:

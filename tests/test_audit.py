@@ -654,7 +654,7 @@ def test_a_model_that_fails_to_prepare_in_the_background_fails_the_audit_in_one_
     model, _ = make_tiny_package(tmp_path, monkeypatch)
     monkeypatch.setitem(PACKAGED_MODELS, "tiny", model)
 
-    def failing_convert(gguf: Path, folder: Path, stop: object) -> dict[str, object]:
+    def failing_convert(gguf: Path, folder: Path, **_: object) -> dict[str, object]:
         folder.mkdir(parents=True)
         (folder / "model.safetensors").write_bytes(b"half the weights")
         raise AuditorError("converting model.gguf failed: MemoryError")

