@@ -27,6 +27,7 @@ import numpy as np
 from auditor.generate.base import GenerationStats, Generator, GenRequest, GenResult, OnResult
 from auditor.generate.reaper import _descendants, _start_time
 from auditor.ingest.embed import EmbedderIdentity
+from auditor.scale.cluster import ray_address_file
 from auditor.verify.base import JudgeReply
 
 __all__ = [
@@ -364,8 +365,6 @@ def ray_nodes_here(nodes: int = 2) -> Iterator[tuple[str, dict[str, str]]]:
     file `ray start --head` names the cluster in (ray_current_cluster, which `auto` and a bare
     `ray.init()` join) is put back as it was when it names this cluster's port: removed, or
     the earlier one restored; one naming another cluster is left alone."""
-    from auditor.scale.cluster import ray_address_file
-
     ray = [sys.executable, "-c", _LOOPBACK_RAY_START]
     env = os.environ | {
         "RAY_AUTH_MODE": "token",
