@@ -5,7 +5,9 @@ generator answers and is freed, then one judge checks every run dir. A pipeline 
 in-process engine is the judge's (same weights, dtype and engine settings: the demo's 1.5B)
 generates last and its engine stays up to check (`SharedEngine`): one engine start fewer.
 Each stage resumes from its artifacts, so re-running an interrupted audit picks up where it
-stopped.
+stopped. The packaged models are prepared ahead in a background thread, while the pipelines
+before them retrieve and start their engines (`PreparedAhead`; never while an engine
+generates or checks), and every stage is timed (`StageTimes`, OUT/timings.json).
 """
 
 from __future__ import annotations
@@ -258,7 +260,7 @@ def run_audit(
     Where the time went is timed stage by stage into `times` and written to OUT/timings.json
     (also when the audit fails after its inputs were validated).
 
-    `prepare(name, on_stage=, on_bytes=, stop=)` prepares a packaged model (default:
+    `prepare(name, on_stage=, on_bytes=, stop=, idle=)` prepares a packaged model (default:
     `prepare_model` when the audit starts its own engines; none with `generator_factory` or
     Ray: the factory does). With `prepare_ahead`, the packaged models of the pipelines with
     questions left, and the judge's, are prepared one after another in a background thread

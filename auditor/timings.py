@@ -4,10 +4,10 @@
 present (0 s when it had nothing to do: a resumed pipeline, a model already prepared, a judge
 on the pipeline's engine). `time()` adds the seconds of the block it wraps; a block timed
 inside another is taken out of the outer one, so the rows add up to the audit's wall time
-("other" is the rest: input checks, manifests). Work done in the background (a model
+("other" is the rest: manifests, records). Work done in the background (a model
 prepared while another engine starts) is not on that path: its row holds what the audit
-waited for it, and `background_s` what the work took; the difference is what the overlap
-saved. Stages that ran before the command (`make demo`'s set-up and ingest) are kept apart
+waited for it, and `background_s` what the work took; the difference is the work that
+overlapped other stages. Stages that ran before the command (`make demo`'s set-up and ingest) are kept apart
 in `before`.
 """
 
@@ -103,7 +103,7 @@ class StageTimes:
 
     @property
     def other_s(self) -> float:
-        """The audit's wall time that no row holds (input checks, manifests, imports)."""
+        """The audit's wall time that no row holds (manifests, records between the stages)."""
         return max(0.0, self.wall_s - sum(r.seconds for r in self.rows))
 
     def lines(self) -> list[str]:
@@ -122,7 +122,7 @@ class StageTimes:
             if row.background_s is not None:
                 notes.append(f"waited; {row.background_s:.1f} s of work in the background")
             lines.append(line(row.label, row.seconds, "; ".join(notes)))
-        lines.append(line("other", self.other_s, "input checks, manifests"))
+        lines.append(line("other", self.other_s, "between the stages: manifests, records"))
         lines.append(line("audit (wall)", self.wall_s))
         if self.before:
             lines.append(line("with the stages before", self.wall_s + sum(self.before.values())))
