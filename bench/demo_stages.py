@@ -5,7 +5,8 @@
 
 - pairs: each overlap the audit makes, alone and beside the conversion it overlaps, each in a
   new process, sides in turn: the 0.5B's engine start alone, beside the 1.5B's conversion at
-  normal priority and at idle priority (what the background uses); the first retrieval
+  normal priority and at idle priority (what the background uses while the audit works;
+  normal again once the foreground is done, as while the audit waits); the first retrieval
   (the embedder's load) alone and beside the 0.5B's conversion at both priorities. Per
   side: the foreground's seconds and the seconds until both were done.
 
@@ -138,7 +139,7 @@ def child(side: str, args: list[str]) -> None:
 def pair_child(work: str, side: str, tmp: Path) -> None:
     """One pair: the foreground work (an engine start, a retrieval) alone or beside a
     conversion at normal or idle priority; prints the seconds as JSON."""
-    from auditor.models.prepare import _convert_command
+    from auditor.models.prepare import _convert_command, set_idle
 
     model = CONVERTED if work == "engine" else ENGINE_MODEL
     out = tmp / "pairs" / "converted"
@@ -146,8 +147,9 @@ def pair_child(work: str, side: str, tmp: Path) -> None:
     started = time.monotonic()
     conversion = None
     if side != "alone":
-        command = _convert_command(tmp / "pairs" / f"{model}.gguf", out, idle=side == "idle")
+        command = _convert_command(tmp / "pairs" / f"{model}.gguf", out)
         conversion = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        set_idle(conversion.pid, side == "idle")  # as the audit does while it works
     if work == "engine":
         from auditor.config import VLLMGeneratorConfig
         from auditor.generate.vllm_offline import VLLMGenerator
@@ -171,6 +173,8 @@ def pair_child(work: str, side: str, tmp: Path) -> None:
         for question in ("How long is the warranty?", "Can I return a thermostat?") * 4:
             retriever.search(question, k=4)
         foreground = time.monotonic() - started
+    if conversion is not None:
+        set_idle(conversion.pid, False)  # as the audit does while it waits
     if conversion is not None and conversion.wait() != 0:
         sys.exit("the conversion failed")
     print(json.dumps({"foreground_s": foreground, "both_s": time.monotonic() - started}))

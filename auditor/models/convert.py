@@ -67,16 +67,6 @@ def convert_gguf(gguf: Path, out: Path) -> dict[str, object]:
     }
 
 
-def _idle_priority() -> None:
-    """Run only when the CPU has nothing else to do (Linux SCHED_IDLE; else the lowest nice)."""
-    try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except (AttributeError, OSError):
-        os.nice(19)
-
-
 if __name__ == "__main__":
-    if "--idle" in sys.argv[3:]:  # prepared in the background while other work runs
-        _idle_priority()
     summary = convert_gguf(Path(sys.argv[1]), Path(sys.argv[2]))
     print(json.dumps(summary))

@@ -7,13 +7,14 @@ A half-prepared model never appears under NAME: work happens in NAME.tmp-PID, re
 (a work dir left by a killed preparation is removed by the next one).
 
 `PreparedAhead` prepares models in a background thread while the caller does other work (an
-audit starts the previous model's engine meanwhile), converting at idle CPU priority so that
-the caller's work is not slowed; a preparation it stops kills its conversion and removes its
-work dir.
+audit starts the previous model's engine meanwhile), converting at idle CPU priority while the
+caller works (its work is not slowed) and at the normal one while it waits; a preparation it
+stops kills its conversion and removes its work dir.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -129,13 +130,14 @@ def prepare_model(
     on_bytes: OnBytes | None = None,
     on_stage: OnStage | None = None,
     stop: threading.Event | None = None,
-    idle: bool = False,
+    idle: threading.Event | None = None,
 ) -> PreparedModel:
     """Join, verify and convert a packaged model once; later calls return the cached folder.
 
     Setting `stop` (from another thread) ends the preparation soon: the conversion is killed,
-    the work dir removed, `PreparationStopped` raised. With `idle` the conversion runs at idle
-    CPU priority (it gets the cores when nothing else wants them).
+    the work dir removed, `PreparationStopped` raised. While `idle` is set, the conversion runs
+    at idle CPU priority (it gets the cores when nothing else wants them), else at the normal
+    one.
 
     Raises:
         BadInput: unknown name, package missing, or a GGUF whose sha256 does not match.
@@ -213,21 +215,35 @@ def _join_parts(
         )
 
 
-def _convert_command(gguf: Path, folder: Path, idle: bool = False) -> list[str]:
-    command = [sys.executable, "-m", "auditor.models.convert", str(gguf), str(folder)]
-    return [*command, "--idle"] if idle else command
+def _convert_command(gguf: Path, folder: Path) -> list[str]:
+    return [sys.executable, "-m", "auditor.models.convert", str(gguf), str(folder)]
+
+
+def set_idle(pid: int, idle: bool) -> None:
+    """Run process `pid` at idle CPU priority (Linux SCHED_IDLE: only when nothing else wants
+    the CPU) or back at the normal one; where the system has no such class, nothing."""
+    with contextlib.suppress(AttributeError, OSError):  # no SCHED_IDLE; the process ended
+        os.sched_setscheduler(pid, os.SCHED_IDLE if idle else os.SCHED_OTHER, os.sched_param(0))
 
 
 def _convert(
-    gguf: Path, folder: Path, stop: threading.Event | None = None, idle: bool = False
+    gguf: Path,
+    folder: Path,
+    stop: threading.Event | None = None,
+    idle: threading.Event | None = None,
 ) -> dict[str, Any]:
-    """Run the conversion in its own process (its peak memory goes with it); `stop` kills it."""
-    command = _convert_command(gguf, folder, idle)
+    """Run the conversion in its own process (its peak memory goes with it); `stop` kills it,
+    `idle` (while set) keeps it at idle CPU priority."""
+    command = _convert_command(gguf, folder)
     env = os.environ | {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"}
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     ) as process:
+        at_idle = False
         while True:
+            if idle is not None and idle.is_set() != at_idle:
+                at_idle = not at_idle
+                set_idle(process.pid, at_idle)
             try:
                 stdout, stderr = process.communicate(timeout=POLL_S)
                 break
@@ -307,10 +323,11 @@ class PreparedAhead:
     models left are not prepared. `close()` stops what is left: the current preparation's
     conversion is killed and its work dir removed, so no half model stays behind.
 
-    The conversions run at idle CPU priority: on 2 cores a conversion at normal priority
-    beside an engine's start (its threads bound to both cores) made the start 1.2-2.5x
-    slower; at idle priority it was not slowed (bench/demo_stages.py). While the caller
-    waits, the conversion has the cores.
+    A conversion runs at idle CPU priority while the caller works and at the normal one while
+    the caller waits for it: on 2 cores a conversion at normal priority beside an engine's
+    start (its threads bound to both cores) made the start up to 2x slower, at idle priority
+    it did not (bench/demo_stages.py); and at idle priority all along, other processes on a
+    busy machine starved it while the caller waited.
 
     `on_done(name, seconds)` is told the seconds each preparation took, failed ones too.
     """
@@ -327,6 +344,8 @@ class PreparedAhead:
         self._on_stage = on_stage
         self._on_done = on_done or (lambda name, seconds: None)
         self._stop = threading.Event()
+        self._caller_works = threading.Event()  # cleared while the caller waits
+        self._caller_works.set()
         self._ready = {name: threading.Event() for name in self.names}
         self._prepared: set[str] = set()
         self._failures: list[BaseException] = []
@@ -340,7 +359,9 @@ class PreparedAhead:
                     break
                 started = time.monotonic()
                 try:
-                    self._prepare(name, on_stage=self._on_stage, stop=self._stop, idle=True)
+                    self._prepare(
+                        name, on_stage=self._on_stage, stop=self._stop, idle=self._caller_works
+                    )
                     self._prepared.add(name)
                 except BaseException as exc:  # handed to the thread that waits
                     self._failures.append(exc)
@@ -359,8 +380,12 @@ class PreparedAhead:
             raise PreparationStopped(f"preparing {unprepared[0]} stopped")
 
     def _wait(self, ready: threading.Event) -> None:
-        while not ready.wait(POLL_S):  # a plain wait would hold off Ctrl-C
-            pass
+        self._caller_works.clear()  # the conversion is the caller's work now: normal priority
+        try:
+            while not ready.wait(POLL_S):  # a plain wait would hold off Ctrl-C
+                pass
+        finally:
+            self._caller_works.set()
 
     def __contains__(self, name: object) -> bool:
         return name in self._ready
