@@ -68,11 +68,11 @@ run_phase unit "$BIN/python" -m pytest -m "not e2e" --durations="$SLOWEST" "${ex
 # The end-to-end tests in two pytest processes side by side, each on a core of its own (with
 # 2 cores or more): an engine start is mostly single-threaded imports in three processes
 # (~60-90 s on 2 cores), so one shard's start overlaps the other's work. Shard "engines" holds
-# the tests that borrow the session's in-process engines, and the tests that start no engine
-# (to balance the shards); shard "rest" every other end-to-end test: the 1.5B judge's smoke,
-# the engine kills and the Ray cluster (one cluster at a time), and any new test file. Then
-# the `timing` tests alone (see e2e_timing). The seconds of each part are recorded as the
-# phases e2e.engines, e2e.rest and e2e.timing (parts of e2e, not added to it).
+# the tests that borrow the session's in-process engines and its `vllm serve`, and the tests
+# that start no engine (to balance the shards); shard "rest" every other end-to-end test: the
+# 1.5B judge's smoke, the engine kills and the Ray cluster (one cluster at a time), and any
+# new test file. Then the `timing` tests alone (see e2e_timing). The seconds of each part are
+# recorded as the phases e2e.engines, e2e.rest and e2e.timing (parts of e2e, not added to it).
 ENGINES_SHARD=(tests/e2e/test_audit_real.py tests/e2e/test_examples_real.py
   tests/e2e/test_run_vllm.py tests/e2e/test_openai_vllm_serve.py tests/e2e/test_service_real.py
   tests/e2e/test_ingest_real.py tests/e2e/test_faults_ingest.py tests/e2e/test_report_browser.py
@@ -129,12 +129,13 @@ print(",".join(map(str, c[:h])), ",".join(map(str, c[h:])))')
   [ "$status_engines" -eq 0 ] && [ "$status_rest" -eq 0 ]
 }
 
-# The tests marked `timing` (pyproject.toml) alone on the machine, every core theirs: those
-# that compare timings two observers measured (the client's TTFT and TPOT against vLLM's
-# histograms and a service's own clock, the engine's end-to-end time against our loop's), and
-# the tests sharing their `vllm serve`, so that it starts once. Beside the other shard's Ray
-# test, the client's TPOT came out over 15 % off the server's. In-process engines here are the
-# session pool's, as in the shards.
+# The tests marked `timing` (pyproject.toml) alone on the machine, every core theirs: they
+# compare timings two observers measured (the client's TTFT and TPOT against vLLM's
+# histograms, a service's TTFT against its own clock, the engine's end-to-end time against our
+# loop's). Beside the other shard's Ray test the client's TPOT came out over 15 % off the
+# server's. Only those three: a `vllm serve` and an in-process engine start here (~2 min on 2
+# cores); the other served tests stay in shard "engines" (its own `vllm serve`), beside shard
+# "rest" rather than after it.
 e2e_timing() {
   "$BIN/python" -m pytest -p no:cacheprovider -m "e2e and timing" --durations="$SLOWEST" \
     "${extra[@]}" tests

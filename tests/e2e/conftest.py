@@ -16,10 +16,12 @@ from typing import Any
 
 import pytest
 
+from auditor.config import IngestConfig
 from auditor.generate.vllm_offline import VLLMGenerator, engine_settings
+from auditor.ingest import ingest_corpus
 from auditor.scale.cluster import ray_address_file
 from auditor.testing import put_back_cluster_file, ray_nodes_here
-from tests.conftest import ENGINE_CORES, ONE_CORE
+from tests.conftest import ENGINE_CORES, KESTREL, ONE_CORE
 from tests.e2e.servers import vllm_server
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "LIGHT_JUDGE",
     "EnginePool",
     "engine_pool",
+    "kestrel_index",
     "light_judge",
     "light_judge_toml",
     "light_pipeline_toml",
@@ -132,6 +135,15 @@ def engine_pool(_engines: EnginePool, monkeypatch: pytest.MonkeyPatch) -> Engine
 
     monkeypatch.setattr(VLLMGenerator, "from_config", classmethod(lend))
     return _engines
+
+
+@pytest.fixture(scope="session")
+def kestrel_index(tmp_path_factory: pytest.TempPathFactory, real_embedder: Any) -> Path:
+    """The bundled Kestrel docs ingested once per test session (MiniLM, FAISS: ~12 s on 2
+    cores); the tests read it, none writes it."""
+    index = tmp_path_factory.mktemp("kestrel") / "index"
+    ingest_corpus(KESTREL / "docs", index, IngestConfig(), real_embedder)
+    return index
 
 
 @pytest.fixture

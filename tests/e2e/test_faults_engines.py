@@ -5,7 +5,8 @@ repeats nothing.
 Every path runs in `make test` once, each command on its own engine in a subprocess (the kill
 is what is tested): an audit stopped with Ctrl-C while it generates, killed with SIGKILL
 after its first checked answer on the engine it shares with its judge, resumed to the end and
-compared with a check on an engine of its own (an ingest killed: test_faults_ingest.py). Each
+compared with a check on another engine (in the test process, the session pool's: the Ray
+test's single-process check borrows it after; an ingest killed: test_faults_ingest.py). Each
 command alone with every signal and its resume (SIGTERM: no handler of ours, its default
 action ends the process as SIGKILL does) is `extended` (`make test-extended`): variants of
 those paths, through the same generator loop, reaper and commits.
@@ -25,17 +26,16 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
-from auditor.config import IngestConfig
+from auditor.cli import cli
 from auditor.generate import reaper
-from auditor.ingest import ingest_corpus
 from auditor.store import read_jsonl, read_records
 from auditor.verdict_cases import smoke_cases, write_answers
 from tests.conftest import KESTREL, ONE_CORE, REPO
-from tests.e2e.conftest import light_judge_toml
+from tests.e2e.conftest import EnginePool, light_judge_toml
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
@@ -49,13 +49,6 @@ LIMIT = 4
 # the light judge (these tests are about processes, not verdicts), one answer a batch: a kill
 # after the first checked answer lands before the last
 SMALL_JUDGE = light_judge_toml(answers_per_batch=1, all_cores=False)
-
-
-@pytest.fixture(scope="module")
-def kestrel_index(tmp_path_factory: pytest.TempPathFactory, real_embedder: Any) -> Path:
-    index = tmp_path_factory.mktemp("kestrel") / "index"
-    ingest_corpus(KESTREL / "docs", index, IngestConfig(), real_embedder)
-    return index
 
 
 def _stat(pid: int) -> list[str] | None:
@@ -154,7 +147,8 @@ def _kill_mid_engine(
     """Start `command` (its stderr into `stderr` if given); once its engine runs (3 s after
     its process appears, or once `when` holds), call `meanwhile` and send `how`; assert that
     within 10 s none of its processes is alive and the /dev/shm segments they held are gone.
-    Returns those segments and the engine processes it had."""
+    Returns those segments and the engine core processes seen while it ran ({pid: start
+    time}: one per engine the command started)."""
     err = stderr.open("wb") if stderr is not None else subprocess.DEVNULL
     auditor = subprocess.Popen(
         command,
@@ -168,8 +162,10 @@ def _kill_mid_engine(
     try:
         deadline = time.monotonic() + 420
         processes: dict[int, str] = {}
+        cores: dict[int, str] = {}
         while time.monotonic() < deadline and auditor.poll() is None:
             processes = _descendants(auditor.pid)
+            cores |= _engine_cores(processes)
             if any(_is_engine(pid) for pid in processes) and (when is None or when()):
                 break
             time.sleep(0.5)
@@ -179,8 +175,8 @@ def _kill_mid_engine(
             time.sleep(3)  # mid-run: the engine is working
         meanwhile()
         processes = _descendants(auditor.pid)
+        cores |= _engine_cores(processes)
         segments = _shm_held_by(processes)
-        engines = {pid: since for pid, since in processes.items() if _is_engine(pid)}
         auditor.send_signal(how)
         auditor.wait(timeout=60)
         assert auditor.returncode != 0, f"ran to the end: {how.name} did not stop it"
@@ -198,11 +194,35 @@ def _kill_mid_engine(
         auditor.kill()
         if stderr is not None:
             err.close()  # type: ignore[union-attr]
-    return segments, engines
+    return segments, cores
 
 
-def _env(smollm2_dir: Path) -> dict[str, str]:
-    return os.environ | {"AUDITOR_MODELS_DIR": str(smollm2_dir.parent)}
+def _engine_cores(processes: dict[int, str]) -> dict[int, str]:
+    """The engine core processes among `processes` (vLLM titles an engine's core process
+    "VLLM::EngineCore", its workers otherwise): one per engine."""
+    found = {}
+    for pid, since in processes.items():
+        try:
+            title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0]
+        except OSError:
+            continue
+        if title.startswith(b"VLLM::EngineCore"):
+            found[pid] = since
+    return found
+
+
+def _env(smollm2_dir: Path, tmp: Path | None = None) -> dict[str, str]:
+    """The commands' environment: the prepared models, and (`tmp`) a temporary dir of their
+    own, so that what they leave there is theirs alone (another program's engines make their
+    runtime dirs in /tmp meanwhile: the other e2e shard's, a user's). An engine of this test
+    process set VLLM_RPC_BASE_PATH to its own runtime dir: a command of the user's does not
+    inherit one, and makes its own."""
+    env = os.environ | {"AUDITOR_MODELS_DIR": str(smollm2_dir.parent)}
+    if Path(env.get("VLLM_RPC_BASE_PATH", "/")).name.startswith(reaper.RUNTIME_PREFIX):
+        del env["VLLM_RPC_BASE_PATH"]
+    if tmp is not None:
+        env["TMPDIR"] = str(tmp)
+    return env
 
 
 def _intact(path: Path) -> list[str]:
@@ -229,29 +249,68 @@ class _OtherProgram:
         return self.path.read_bytes() == b"y" * 4096
 
 
-# four commands, each starting its engine in a fresh process (~100 s each on a busy core)
+# three commands, each starting its engine in a fresh process (~100 s each on a busy core; the
+# first stopped while it starts), and a check in this process on the session pool's engine
 @pytest.mark.timeout(1800)
 def test_an_audit_interrupted_then_killed_resumes_exactly_on_one_engine(
-    kestrel_index: Path, tmp_path: Path, smollm2_dir: Path
+    kestrel_index: Path,
+    tmp_path: Path,
+    smollm2_dir: Path,
+    engine_pool: EnginePool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The paths of a stopped audit, each command on its own engine in a subprocess:
     1. Ctrl-C while its engine starts and generates: no engine process or /dev/shm segment
        outlives it, what it wrote holds each answer once;
     2. the command again: it generates what is left and its judge checks on the engine that
-       generated (the pipeline has the judge's engine settings: one engine's processes, as
-       many as a check alone starts); kill -9 after its first checked answer, while another
-       program makes a /dev/shm file of its own: nothing of the engine outlives it, the other
-       program's file is kept;
-    3. once more, to the end: every answer generated and checked once, no committed row moved
-       or rewritten, a quiet terminal (the engine's output is in the audit's log);
-    4. the same answers checked by the judge on an engine of its own (another KV cache size:
-       an engine-only setting): the same claims and verdicts."""
+       generated (the pipeline has the judge's engine settings: one engine core in the
+       command's life); kill -9 after its first checked answer, while another program makes a
+       /dev/shm file of its own: nothing of the engine outlives it, the other program's file
+       is kept;
+    3. once more, to the end: every answer generated and checked once on one engine, no
+       committed row moved or rewritten, a quiet terminal (the engine's output is in the
+       audit's log), no engine left after it;
+    4. the same answers checked by the judge on another engine (in this process, on the
+       session pool's engine of the judge's settings, which the Ray test's single-process
+       check borrows after): the same claims and verdicts.
+    The engines' IPC sockets lived in each command's private runtime dir, gone with it (the
+    kills too): the commands get a temporary dir of their own, where nothing of theirs is
+    left."""
     import shutil
 
-    command = [c for c in _audit_command(kestrel_index, tmp_path) if c != "-q"]
-    env = _env(smollm2_dir)
+    # short: the engines' socket paths in it stay under the 107-byte limit
+    private_tmp = Path(tempfile.mkdtemp(prefix="e2e-"))
+    try:
+        _stop_kill_resume(kestrel_index, tmp_path, smollm2_dir, private_tmp)
+        assert not _runtime_dirs(private_tmp), "a private runtime dir left behind"
+        assert not _tmp_sockets(private_tmp), "an engine's socket left in the temporary dir"
+    finally:
+        shutil.rmtree(private_tmp, ignore_errors=True)
+
     run = tmp_path / "audit" / "faults-e2e"
-    sockets_before, runtime_before = _tmp_sockets(), _runtime_dirs()
+    apart = tmp_path / "apart"
+    shutil.copytree(run, apart, ignore=shutil.ignore_patterns("check*", "summary.json"))
+    monkeypatch.setenv("AUDITOR_MODELS_DIR", str(smollm2_dir.parent))
+    checked = CliRunner().invoke(
+        cli, ["check", str(apart), "--judge", str(tmp_path / "judge.toml"), "-q"]
+    )
+    assert checked.exit_code == 0, checked.output
+    assert "the judge checks on the engine that generated" not in checked.output
+
+    def verdicts(path: Path) -> list[tuple[str, list[tuple[str, str, float]]]]:
+        return sorted(
+            (row["id"], [(c["text"], c["verdict"], c["p_supported"]) for c in row["claims"]])
+            for row in read_jsonl(path / "checks.jsonl")
+        )
+
+    assert verdicts(run) == verdicts(apart)
+
+
+def _stop_kill_resume(kestrel_index: Path, tmp_path: Path, smollm2_dir: Path, tmp: Path) -> None:
+    """Steps 1-3 of the test above, the commands' temporary dir `tmp`."""
+    command = [c for c in _audit_command(kestrel_index, tmp_path) if c != "-q"]
+    env = _env(smollm2_dir, tmp)
+    run = tmp_path / "audit" / "faults-e2e"
     _kill_mid_engine(command, env, signal.SIGINT)
     _intact(run / "records.jsonl")
     _intact(run / "checks.jsonl")
@@ -261,7 +320,7 @@ def test_an_audit_interrupted_then_killed_resumes_exactly_on_one_engine(
 
     other = _OtherProgram()
     try:
-        segments, shared = _kill_mid_engine(
+        segments, cores = _kill_mid_engine(
             command, env, signal.SIGKILL, other, when=checking, stderr=tmp_path / "shared.err"
         )
         assert segments, "the engine held no /dev/shm segment: nothing shows one is freed"
@@ -270,12 +329,15 @@ def test_an_audit_interrupted_then_killed_resumes_exactly_on_one_engine(
         other.path.unlink(missing_ok=True)
     shared_err = (tmp_path / "shared.err").read_text(errors="replace")
     assert "the judge checks on the engine that generated" in shared_err, shared_err[-2000:]
+    # one engine: an audit that started a second one for its judge would show two cores
+    assert len(cores) == 1, cores
     assert len(_intact(run / "records.jsonl")) == LIMIT, "every answer before the first check"
     first = _intact(run / "checks.jsonl")
     assert 0 < len(first) < LIMIT, "killed after its first checked answer, before its last"
     kept = {row["id"]: row for row in read_jsonl(run / "checks.jsonl", repair=True)}
 
-    err, _ = _engine_processes([*command, "-q"], env)
+    err, cores = _engine_processes([*command, "-q"], env)
+    assert len(cores) == 1, cores
     for artifact in ("records.jsonl", "checks.jsonl"):
         ids = [row["id"] for row in read_jsonl(run / artifact)]
         assert len(ids) == len(set(ids)) == LIMIT, f"{artifact}: lost or duplicated on resume"
@@ -288,42 +350,19 @@ def test_an_audit_interrupted_then_killed_resumes_exactly_on_one_engine(
     assert "EngineCore" not in err and "Loading safetensors" not in err
     assert "EngineCore" in log.read_text()
 
-    apart = tmp_path / "apart"
-    shutil.copytree(run, apart, ignore=shutil.ignore_patterns("check*", "summary.json"))
-    judge = tmp_path / "apart.toml"
-    judge.write_text(
-        SMALL_JUDGE.replace("max_model_len = 2048", "max_model_len = 2048\nkv_cache_gib = 2")
-    )
-    check = [sys.executable, "-m", "auditor", "check", str(apart), "--judge", str(judge)]
-    err, alone = _engine_processes(check, env)
-    assert "the judge checks on the engine that generated" not in err
-    # one engine each: an audit that started a second one would show twice the processes
-    assert 0 < len(shared) == len(alone), (shared, alone)
 
-    def verdicts(path: Path) -> list[tuple[str, list[tuple[str, str, float]]]]:
-        return sorted(
-            (row["id"], [(c["text"], c["verdict"], c["p_supported"]) for c in row["claims"]])
-            for row in read_jsonl(path / "checks.jsonl")
-        )
-
-    assert verdicts(run) == verdicts(apart)
-    # the engines' IPC sockets lived in each command's private dir, gone with it (kills too)
-    assert _runtime_dirs() <= runtime_before, "a private runtime dir left in /tmp"
-    assert not _tmp_sockets() - sockets_before, "an engine's socket left in /tmp"
-
-
-def _tmp_sockets() -> set[str]:
-    """The socket files directly in /tmp named as vLLM names its ZMQ ipc:// paths (a UUID)."""
+def _tmp_sockets(tmp: Path) -> set[str]:
+    """The socket files directly in `tmp` named as vLLM names its ZMQ ipc:// paths (a UUID)."""
     found = set()
-    for path in Path(tempfile.gettempdir()).iterdir():
+    for path in tmp.iterdir():
         with contextlib.suppress(OSError):
             if len(path.name) == 36 and path.name.count("-") == 4 and path.is_socket():
                 found.add(path.name)
     return found
 
 
-def _runtime_dirs() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob(f"{reaper.RUNTIME_PREFIX}*")}
+def _runtime_dirs(tmp: Path) -> set[str]:
+    return {p.name for p in tmp.glob(f"{reaper.RUNTIME_PREFIX}*")}
 
 
 SIGNALS = pytest.mark.parametrize(
@@ -411,15 +450,19 @@ def test_a_killed_audit_leaves_no_engine_and_resumes_exactly(
 
 
 def _engine_processes(command: list[str], env: dict[str, str]) -> tuple[str, dict[int, str]]:
-    """Run `command` to its end; its stderr and the engine processes seen while it ran.
+    """Run `command` to its end; its stderr and the engine core processes seen while it ran
+    (one per engine it started); none of its engine processes is alive after it.
     Its output goes to files, not pipes: a pipe read only at the end fills up (64 KiB) with a
     slow run's progress lines and the command blocks on its next write."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as errors:
         auditor = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=errors)
         engines: dict[int, str] = {}
+        cores: dict[int, str] = {}
         deadline = time.monotonic() + 1200
         while auditor.poll() is None and time.monotonic() < deadline:
-            engines |= {p: s for p, s in _descendants(auditor.pid).items() if _is_engine(p)}
+            below = _descendants(auditor.pid)
+            engines |= {p: s for p, s in below.items() if _is_engine(p)}
+            cores |= _engine_cores(below)
             time.sleep(0.5)
         if auditor.poll() is None:
             auditor.kill()
@@ -427,4 +470,4 @@ def _engine_processes(command: list[str], env: dict[str, str]) -> tuple[str, dic
         err = errors.read().decode(errors="replace")
     assert auditor.wait() == 0, err[-2000:]
     assert not [pid for pid, since in engines.items() if _alive(pid, since)]
-    return err, engines
+    return err, cores

@@ -14,18 +14,9 @@ from typing import Any
 
 import pytest
 
-from auditor.config import IngestConfig
-from auditor.ingest import ingest_corpus
 from tests.conftest import KESTREL, REPO
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
-
-
-@pytest.fixture(scope="module")
-def kestrel_index(tmp_path_factory: pytest.TempPathFactory, real_embedder: Any) -> Path:
-    index = tmp_path_factory.mktemp("kestrel") / "index"
-    ingest_corpus(KESTREL / "docs", index, IngestConfig(), real_embedder)
-    return index
 
 
 def _as_from_a_terminal() -> None:

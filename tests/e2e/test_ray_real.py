@@ -1,7 +1,8 @@
 """`check --ray` on a real two-node Ray cluster on this machine (`ray start --head` and a second
-`ray start --address` node, 1 CPU each), real vLLM judges in the actors: the same verdicts as
-the single-process check, every answer committed once after the driver or an actor is killed,
-and no engine, nor any /dev/shm segment its engines made, left behind."""
+`ray start --address` node, 1 CPU each, on 127.0.0.1), real vLLM judges in the actors: the
+same verdicts as the single-process check, every answer committed once (also after the driver
+or an actor is killed: make test-extended), and no engine, nor any /dev/shm segment its
+engines made, left behind."""
 
 from __future__ import annotations
 
@@ -205,31 +206,42 @@ def _actor_processes(address: str) -> list[int]:
     return found
 
 
-# three engine starts (the single check's, the killed driver's actor's, the rerun's two actors')
+# the single-process check's engine (the session pool's: in make test the fault test's check
+# started it), then the two actors' engines, one on each node, starting side by side
 @pytest.mark.timeout(2400)
 @pytest.mark.parametrize(
-    "kill_an_actor",
-    # the actor's restart is one more engine start: the retry is a variant (make test-extended)
-    [False, pytest.param(True, marks=pytest.mark.extended)],
-    ids=["driver", "driver-then-actor"],
+    "kill",
+    [
+        None,
+        # the driver killed first is one more engine start (its actor's), the actor's restart
+        # another: variants (make test-extended)
+        pytest.param("driver", marks=pytest.mark.extended),
+        pytest.param("driver-then-actor", marks=pytest.mark.extended),
+    ],
+    ids=["two-actors", "driver", "driver-then-actor"],
 )
-def test_a_killed_driver_then_a_killed_actor_end_with_the_single_process_verdicts(
+def test_a_check_on_two_actors_ends_with_the_single_process_verdicts(
     cluster: tuple[str, dict[str, str]],
     smollm2_dir: Path,
     tmp_path: Path,
     engine_pool: EnginePool,
     monkeypatch: pytest.MonkeyPatch,
-    kill_an_actor: bool,
+    kill: str | None,
 ) -> None:
-    """`check --ray`: the command SIGKILLed after its first commit (its actors and engines die
-    with it), then re-run on two actors on two nodes, (extended) one SIGKILLed mid-batch (Ray
-    restarts it and retries the batch): every answer committed once, none given up, no engine left, and
-    after each kill no /dev/shm segment of the engines; a file another program made meanwhile
-    is kept. The verdicts are the single-process check's on the same answers and batches (run
-    in this process, on an engine of the session's pool, one core as an actor has). The light
-    SmolLM2 judge: two float32 1.5B engines (~12 GB each) do not fit beside the driver on a
-    24 GB machine without bfloat16, and the verdicts' agreement with people is not what is
-    tested here."""
+    """`check --ray` on two actors on two nodes: every answer committed once, none given up,
+    no engine left, no /dev/shm segment of the engines; the verdicts are the single-process
+    check's on the same answers and batches (run in this process, on the session pool's
+    engine of the judge's settings, one core as an actor has). Variants (make test-extended):
+    the command SIGKILLed after its first commit first (its actor and engine die with it, no
+    segment of the engine left, a file another program made meanwhile kept; the rerun keeps
+    what was committed), and then one actor SIGKILLed mid-batch as well (Ray restarts it and
+    retries the batch). What the driver's kill proves, `make test` proves in two tests: a
+    driver SIGKILLed on a real Ray cluster leaves nothing of its actor's engine in /dev/shm
+    (tests/scale/test_actor_shm.py, an engine stand-in making vLLM's segments), and a command
+    SIGKILLed on a real engine resumes exactly on the commit log the Ray driver writes too
+    (test_faults_engines.py). The light SmolLM2 judge: two float32 1.5B engines (~12 GB each)
+    do not fit beside the driver on a 24 GB machine without bfloat16, and the verdicts'
+    agreement with people is not what is tested here."""
     address, env = cluster
     env = env | {"AUDITOR_MODELS_DIR": str(smollm2_dir.parent)}
     monkeypatch.setenv("AUDITOR_MODELS_DIR", str(smollm2_dir.parent))
@@ -247,7 +259,47 @@ def test_a_killed_driver_then_a_killed_actor_end_with_the_single_process_verdict
     engine_pool.close()
 
     out = tmp_path / "out"
-    command = _check(answers, out, "--judge", str(judge), "--ray", address, "--ray-actors", "1")
+    # --ray-actors 2: an engine on each node
+    command = _check(answers, out, "--judge", str(judge), "--ray", address, "--ray-actors", "2")
+    first: list[str] = []
+    if kill is not None:
+        first = _killed_driver([*command[:-1], "1"], address, env, out, tmp_path)
+    with _Cluster(address) as seen:
+        run = subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        try:
+            if kill == "driver-then-actor":
+                _wait_for_commits(out, run, len(first) + 1)
+                actors = _actor_processes(address)
+                assert actors, "no actor runs the check"
+                os.kill(actors[0], signal.SIGKILL)  # mid-batch: the next batch was handed to it
+            _, stderr = run.communicate(timeout=1200)
+        finally:
+            run.kill()
+        assert run.returncode == 0, stderr[-2000:]
+        found = _ids(out)
+        assert sorted(found) == sorted(ids), "lost or duplicated"
+        assert found[: len(first)] == first, "committed rows are never rewritten"
+        outcomes = {row["id"]: row["outcome"] for row in read_jsonl(out / "checks.jsonl")}
+        assert "judge_failed" not in outcomes.values(), "no batch given up"
+        _nothing_left(seen)  # the actors' engines (a killed one's and its restarted one's)
+    manifest = json.loads((out / "check.json").read_text())
+    assert manifest["scale"]["backend"] == "ray" and manifest["scale"]["nodes"] == 2
+    # which actors get batches is Ray's call (one that starts first may take both)
+    assert manifest["scale"]["actors"] == 2 and manifest["scale"]["num_cpus"] == 1
+    single_manifest = json.loads((tmp_path / "single" / "check.json").read_text())
+    assert manifest["judge"]["identity"]["name"] == single_manifest["judge"]["identity"]["name"]
+    _same_verdicts(tmp_path / "single", out)
+
+
+def _killed_driver(
+    command: list[str], address: str, env: dict[str, str], out: Path, tmp_path: Path
+) -> list[str]:
+    """Run `command` (check --ray), SIGKILL it after its first commit, while another program
+    has made a /dev/shm file of its own: its actors and their engines die with it, nothing of
+    theirs is left in /dev/shm, the other program's file is kept. Returns the ids committed."""
     other = Path("/dev/shm") / f"auditor-e2e-other-{uuid.uuid4().hex}"
     with _Cluster(address) as seen:
         driver_err = tmp_path / "driver.err"
@@ -272,36 +324,7 @@ def test_a_killed_driver_then_a_killed_actor_end_with_the_single_process_verdict
             assert other.read_bytes() == b"y" * 4096, "another program's /dev/shm file was freed"
         finally:
             other.unlink(missing_ok=True)
-
-    two_actors = [*command[:-1], "2"]  # --ray-actors 2: one an engine on each node
-    with _Cluster(address) as seen:
-        rerun = subprocess.Popen(
-            two_actors, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        try:
-            if kill_an_actor:
-                _wait_for_commits(out, rerun, len(first) + 1)
-                actors = _actor_processes(address)
-                assert actors, "no actor runs the check"
-                os.kill(actors[0], signal.SIGKILL)  # mid-batch: the next batch was handed to it
-            _, stderr = rerun.communicate(timeout=1200)
-        finally:
-            rerun.kill()
-        assert rerun.returncode == 0, stderr[-2000:]
-        found = _ids(out)
-        assert sorted(found) == sorted(ids), "lost or duplicated"
-        assert found[: len(first)] == first, "committed rows are never rewritten"
-        outcomes = {row["id"]: row["outcome"] for row in read_jsonl(out / "checks.jsonl")}
-        assert "judge_failed" not in outcomes.values(), "the batch was retried, not given up"
-        _nothing_left(seen)  # the actors' engines (a killed one's and its restarted one's)
-    manifest = json.loads((out / "check.json").read_text())
-    assert manifest["scale"]["backend"] == "ray" and manifest["scale"]["nodes"] == 2
-    # which actors get batches is Ray's call (one that starts first may take both)
-    assert manifest["scale"]["actors"] == 2 and manifest["scale"]["num_cpus"] == 1
-    single_manifest = json.loads((tmp_path / "single" / "check.json").read_text())
-    assert manifest["judge"]["identity"]["name"] == single_manifest["judge"]["identity"]["name"]
-    _same_verdicts(tmp_path / "single", out)
+    return first
 
 
 @pytest.mark.extended  # its actors start engines as the judge's do, tested above

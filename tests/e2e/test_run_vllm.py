@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from auditor.config import IngestConfig, PipelineConfig
+from auditor.config import PipelineConfig
 from auditor.generate.vllm_offline import VLLMGenerator
-from auditor.ingest import ingest_corpus
 from auditor.run import run_pipeline
 from auditor.store import read_records
 from auditor.testing import SharedGenerator
@@ -31,13 +30,6 @@ PIPELINE = {
         "sampling": {"max_tokens": 40},
     },
 }
-
-
-@pytest.fixture(scope="module")
-def kestrel_index(tmp_path_factory: pytest.TempPathFactory, real_embedder: Any) -> Path:
-    index = tmp_path_factory.mktemp("kestrel") / "index"
-    ingest_corpus(KESTREL / "docs", index, IngestConfig(), real_embedder)
-    return index
 
 
 @pytest.fixture(scope="module")
