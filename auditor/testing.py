@@ -423,8 +423,8 @@ def _ray_token_found(env: dict[str, str]) -> bool:
 
 def ray_cluster_processes(address: str) -> dict[int, str]:
     """{pid: start time} of the local processes of the Ray cluster whose GCS is at `address`
-    (HOST:PORT): its node processes (each names the cluster's session directory) and every
-    process below them (workers, actors, the engines the actors started)."""
+    (HOST:PORT): its node processes (each names the cluster's session directory, or the GCS's
+    address) and every process below them (workers, actors, the engines the actors started)."""
     port = address.rsplit(":", 1)[1]
     commands = {}
     for entry in Path("/proc").iterdir():
@@ -441,10 +441,13 @@ def ray_cluster_processes(address: str) -> dict[int, str]:
         for arg in args
         if arg.startswith(b"--session-dir=")
     }
+    # the head's Ray client server names the GCS's address only (it outlives the GCS ~1 min)
+    joined = (b"--address=", b"--gcs-address=", b"--gcs_address=")
     nodes = {
         pid
         for pid, args in commands.items()
         if any(session in arg for session in sessions for arg in args)
+        or any(a.startswith(joined) and a.endswith(f":{port}".encode()) for a in args)
     }
     found = {pid: started for pid in nodes if (started := _start_time(pid)) is not None}
     return found | _descendants(*nodes)
