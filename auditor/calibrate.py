@@ -39,8 +39,10 @@ from auditor.config import (
     JudgeConfig,
     format_validation_error,
     parse_set_option,
+    shipped_calibration_file,
     without_engine_only,
 )
+from auditor.engine_dtype import engine_dtype
 from auditor.errors import BadInput
 from auditor.labels import ReviewLabel, settle
 from auditor.labels import read_labels as read_labels_file
@@ -437,6 +439,15 @@ class Calibration:
             ("dtype", "judge dtype"),
         ):
             if theirs.get(key) != ours.get(key):
+                other = shipped_calibrations().get(
+                    f"{self.data['judge'].get('name')}.{theirs.get(key)}"
+                )
+                if key == "dtype" and other is not None:
+                    return (
+                        f"another {what}: {theirs.get(key)} here, {ours.get(key)} calibrated; "
+                        f"the calibration shipped for {theirs.get(key)} is "
+                        f"`--calibration {other.name.removesuffix('.json')}`"
+                    )
                 return (
                     f"another {what}: {theirs.get(key)} here, {ours.get(key)} calibrated; check "
                     f"with the calibrated judge (--judge), or calibrate this one on your labels "
@@ -616,9 +627,10 @@ def load_calibration(path: Path, name: str = "") -> Calibration:
 
 
 def shipped_calibrations() -> dict[str, Path]:
-    """{name: file} of the calibrations that ship with the auditor (auditor/calibrations/:
-    the default judge's, made from RAGTruth QA dev by `bench/agreement.py --write-calibration`).
-    None applies by itself: `--calibration NAME` names one."""
+    """{name: file} of the calibrations that ship with the auditor (auditor/calibrations/
+    JUDGE.DTYPE.json: the default judge's in bfloat16 and in float32, made from RAGTruth QA dev
+    by `auditor calibrate`). None applies by itself: `--calibration NAME` names one, and
+    `--calibration JUDGE` the one for the dtype the judge runs in here."""
     from importlib.resources import files
 
     return {
@@ -628,6 +640,20 @@ def shipped_calibrations() -> dict[str, Path]:
         )
         if entry.name.endswith(".json")
     }
+
+
+def judges_shipped() -> list[str]:
+    """The judges with a shipped calibration (NAME of auditor/calibrations/NAME.DTYPE.json)."""
+    return sorted({name.rsplit(".", 1)[0] for name in shipped_calibrations() if "." in name})
+
+
+def shipped_for_this_machine(judge: str) -> Path | None:
+    """`--calibration JUDGE`: the calibration shipped for JUDGE in the dtype its engine runs in
+    here (bfloat16, or float32 on a CPU without native bfloat16); None if none ships."""
+    if judge not in judges_shipped():
+        return None
+    file = shipped_calibration_file(judge, engine_dtype("bfloat16"))
+    return file if file.is_file() else None
 
 
 def resolve_calibration(given: str | Path) -> Calibration:
@@ -640,7 +666,10 @@ def resolve_calibration(given: str | Path) -> Calibration:
     shipped = shipped_calibrations()
     if text in shipped:
         return load_calibration(shipped[text], text)
-    names = ", ".join(shipped) or "none"
+    here = shipped_for_this_machine(text)
+    if here is not None:
+        return load_calibration(here, text)
+    names = ", ".join([*judges_shipped(), *shipped]) or "none"
     raise BadInput(
         f"{text}: no such calibration (no such dir or file, nor a shipped one: {names}); "
         f"make one on your own labels with `{HOW_TO_CALIBRATE}`"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import difflib
+import functools
 import hashlib
 import json
 import os
@@ -19,6 +20,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from auditor.engine_dtype import engine_dtype
 from auditor.errors import BadInput
 
 __all__ = [
@@ -474,10 +476,60 @@ EXAMPLE_SETTINGS = (
 )
 
 
+DEFAULT_JUDGE = "qwen-1.5b-cpu-judge"
+
+
+def shipped_calibration_file(name: str, dtype: str) -> Path:
+    """auditor/calibrations/NAME.DTYPE.json: the calibration shipped for judge NAME run in
+    DTYPE (it may not exist)."""
+    from importlib.resources import files
+
+    return Path(str(files("auditor").joinpath("calibrations", f"{name}.{dtype}.json")))
+
+
+@functools.cache
+def _shipped_threshold(name: str, dtype: str) -> float | None:
+    file = shipped_calibration_file(name, dtype)
+    if not file.is_file():
+        return None
+    return float(json.loads(file.read_text(encoding="utf-8"))["threshold"])
+
+
+def default_support_threshold(requested_dtype: str) -> float:
+    """The default judge's threshold: its shipped calibration's for the dtype its engine runs
+    in on this machine (vLLM CPU runs bfloat16 as float32 without native bfloat16; a dtype
+    without a calibration of its own, e.g. float16 on a GPU, takes bfloat16's)."""
+    found = _shipped_threshold(DEFAULT_JUDGE, engine_dtype(requested_dtype))
+    if found is None:
+        found = _shipped_threshold(DEFAULT_JUDGE, "bfloat16")
+    if found is None:  # an install without auditor/calibrations/: a broken package
+        raise BadInput(
+            f"{shipped_calibration_file(DEFAULT_JUDGE, 'bfloat16')}: missing; reinstall the "
+            "auditor (make setup)"
+        )
+    return found
+
+
 class JudgeConfig(_Model):
     """The model that checks claims, and how (`--judge JUDGE.toml`)."""
 
-    name: str = Field("qwen-1.5b-cpu-judge", description="Shown in reports next to verdicts.")
+    @model_validator(mode="before")
+    @classmethod
+    def _calibrated_threshold(cls, data: Any) -> Any:
+        """A judge with no support_threshold decides at the shipped calibration's threshold for
+        the dtype it runs in here."""
+        if not isinstance(data, dict) or "support_threshold" in data:
+            return data
+        generator = data.get("generator")
+        if isinstance(generator, Mapping):
+            dtype = str(generator.get("dtype", "bfloat16"))
+        elif generator is not None:
+            dtype = str(getattr(generator, "dtype", "bfloat16"))
+        else:
+            dtype = _default_judge_generator().dtype
+        return {**data, "support_threshold": default_support_threshold(dtype)}
+
+    name: str = Field(DEFAULT_JUDGE, description="Shown in reports next to verdicts.")
     generator: JudgeGeneratorConfig = Field(
         default_factory=_default_judge_generator,
         description="Judge model and backend; output is constrained to JSON schemas.",
@@ -488,16 +540,16 @@ class JudgeConfig(_Model):
         "answer_correctness need references.",
     )
     support_threshold: float = Field(
-        0.28,
         ge=0.0,
         le=1.0,
         description="A claim is supported when the judge's probability that its best chunk "
         "states it reaches this; chosen on labelled answers by `bench/agreement.py --cv` "
-        "(the threshold with the highest balanced accuracy); the default is the shipped "
-        "calibration's (a test holds them equal).",
+        "(the threshold with the highest balanced accuracy). Not given: the shipped "
+        "calibration's for the dtype the judge runs in here (bfloat16 on a GPU or a CPU with "
+        "AVX512-BF16/AMX, float32 on other CPUs: the two decide at different probabilities).",
     )
     claims: Literal["listed", "sentences"] = Field(
-        "listed",
+        "sentences",
         description="What is checked: `listed`, the claims the judge lists (one call per "
         "answer), each checked against its answer (premise_check), with every sentence the "
         "list left out; `sentences`, the answer's sentences as written (no listing call, no "
@@ -516,10 +568,13 @@ class JudgeConfig(_Model):
         "p(chunk states it) x (1 - p(quote says otherwise)).",
     )
     chunks_per_claim: int = Field(
-        2,
+        1,
         ge=1,
         le=20,
-        description="Each claim is verified against its most similar retrieved chunks only.",
+        description="Each claim is verified against its most similar retrieved chunks only "
+        "(one label call per chunk): 1 halves the calls of 2 at no measured loss in sentence "
+        "mode (RAGTruth QA dev CV, both dtypes: docs/judge-accuracy.md); the listed mode was "
+        "measured at 2.",
     )
     max_claims: int = Field(16, ge=1, le=64, description="Most claims taken from one answer.")
     max_answer_chars: int = Field(

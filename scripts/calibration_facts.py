@@ -3,8 +3,8 @@
     .venv/bin/python scripts/calibration_facts.py           # rewrite the block in the docs
     .venv/bin/python scripts/calibration_facts.py --check   # exit 1 if the block is stale
 
-The block between the `calibration-facts` markers in docs/commands.md says what
-auditor/calibrations/qwen-1.5b-cpu-judge.json holds: answers, threshold, the judge's dtype,
+The block between the `calibration-facts` markers in docs/commands.md says what each
+auditor/calibrations/qwen-1.5b-cpu-judge.DTYPE.json holds: answers, threshold, the judge's dtype,
 out-of-fold answer- and claim-level sensitivity and specificity with their intervals, and
 how much the correction multiplies an error. No figure in it is copied by hand; a test
 (tests/test_docs.py) fails when the docs and the file disagree.
@@ -20,7 +20,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs" / "commands.md"
-SHIPPED = REPO / "auditor" / "calibrations" / "qwen-1.5b-cpu-judge.json"
+SHIPPED = sorted((REPO / "auditor" / "calibrations").glob("qwen-1.5b-cpu-judge.*.json"))
 BEGIN = "<!-- calibration-facts: built by scripts/calibration_facts.py; do not edit -->"
 END = "<!-- /calibration-facts -->"
 
@@ -30,15 +30,19 @@ def _share(level: dict[str, Any], name: str) -> str:
     return f"{level[name]:.3f} ({low:.3f}-{high:.3f})"
 
 
-def render(calibration: dict[str, Any]) -> str:
-    """The block's text (markers excluded)."""
+def render(calibrations: list[dict[str, Any]]) -> str:
+    """The block's text (markers excluded): a paragraph per shipped file."""
+    return "\n\n".join(_paragraph(calibration) for calibration in calibrations)
+
+
+def _paragraph(calibration: dict[str, Any]) -> str:
     identity = calibration["judge"].get("identity") or {}
     answer, claim = calibration["answer_level"], calibration["claim_level"]
     folds = calibration["out_of_fold"].get("folds", 5)
     informative = claim["sensitivity"] + claim["specificity"] - 1
     lines = [
-        f"The file holds the judge {identity.get('name')} in {identity.get('dtype')} (weights "
-        f"sha256 {str(identity.get('weights_sha256'))[:12]}...) on {calibration['answers']} "
+        f"**{identity.get('dtype')}** (`{calibration['judge']['name']}.{identity.get('dtype')}`): "
+        f"the judge {identity.get('name')} (weights sha256 {str(identity.get('weights_sha256'))[:12]}...) on {calibration['answers']} "
         f"labelled answers ({calibration['hallucinated']} hallucinated) to "
         f'{calibration.get("questions", "?")} questions; domain "{calibration["domain"]}". '
         f"Threshold {calibration['threshold']:g} (chosen on all of them; the judge runs at it "
@@ -64,12 +68,12 @@ def main() -> None:
     text = DOCS.read_text(encoding="utf-8")
     if BEGIN not in text or END not in text:
         sys.exit(f"{DOCS}: no calibration-facts markers")
-    block = render(json.loads(SHIPPED.read_text(encoding="utf-8")))
+    block = render([json.loads(file.read_text(encoding="utf-8")) for file in SHIPPED])
     wanted = rebuilt(text, block)
     if args.check:
         if wanted != text:
             sys.exit(
-                f"{DOCS}: the shipped calibration's figures differ from {SHIPPED.name}; run "
+                f"{DOCS}: the shipped calibrations' figures differ from their files; run "
                 "scripts/calibration_facts.py"
             )
         return

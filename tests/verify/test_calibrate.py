@@ -403,20 +403,20 @@ def test_a_calibration_corrects_only_when_given_and_only_the_judge_it_measured(
         "--set",
         f"support_threshold={threshold}",
         "--set",
-        "chunks_per_claim=1",
+        "chunks_per_claim=2",
     )
     assert done.exit_code == 0, done.stderr
     done = runner.invoke(cli, ["report", str(other), "--calibration", str(cal)])
     assert done.exit_code == 2 and "does not apply" in done.stderr
-    assert "chunks_per_claim is 1 here, 2 calibrated" in done.stderr
-    assert "--set chunks_per_claim=2" in done.stderr
+    assert "chunks_per_claim is 2 here, 1 calibrated" in done.stderr
+    assert "--set chunks_per_claim=1" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     # and check --calibration refuses it before any engine starts
     done = _check(
-        runner, answers, tmp_path / "x", "--calibration", str(cal), "--set", "chunks_per_claim=1"
+        runner, answers, tmp_path / "x", "--calibration", str(cal), "--set", "chunks_per_claim=2"
     )
     assert done.exit_code == 2 and not (tmp_path / "x" / "checks.jsonl").exists()
-    assert "chunks_per_claim is 1 here, 2 calibrated; give --set chunks_per_claim=2" in done.stderr
+    assert "chunks_per_claim is 2 here, 1 calibrated; give --set chunks_per_claim=1" in done.stderr
 
     done = runner.invoke(cli, ["report", str(audited), "--calibration", str(tmp_path / "none")])
     assert done.exit_code == 2 and "no such calibration" in done.stderr
@@ -429,10 +429,10 @@ def test_audit_names_its_own_flag_when_the_judge_settings_differ(
     result, cal = _run(tmp_path, _labelled(24), monkeypatch)
     assert result.exit_code == 0, result.stderr
     calibration = resolve_calibration(str(cal))
-    judge = JudgeConfig(chunks_per_claim=1)
-    with pytest.raises(BadInput, match="give --judge-set chunks_per_claim=2") as raised:
+    judge = JudgeConfig(chunks_per_claim=2)
+    with pytest.raises(BadInput, match="give --judge-set chunks_per_claim=1") as raised:
         calibration.judge_config(judge, flag="--judge-set")
-    assert "chunks_per_claim is 1 here, 2 calibrated" in str(raised.value)
+    assert "chunks_per_claim is 2 here, 1 calibrated" in str(raised.value)
     at = calibration.judge_config(JudgeConfig())
     assert at.support_threshold == calibration.data["threshold"]
 
@@ -597,17 +597,27 @@ def test_a_claim_level_at_chance_says_why_no_claim_rate_is_corrected(
     assert summary["metrics"]["hallucination_rate_corrected"]["value"] is None
 
 
-def test_the_default_judge_decides_at_its_shipped_calibrations_threshold() -> None:
-    """One threshold: the default judge's support_threshold is the one its shipped calibration
-    chose on labelled answers, for the verdict logic that ships, with the settings that ship
-    (both are re-made together whenever verdicts change: bench/agreement.py
-    --write-calibration, then the default set to its threshold)."""
+@pytest.mark.parametrize("native_bf16", [True, False], ids=["bfloat16", "float32"])
+def test_the_default_judge_decides_at_its_shipped_calibrations_threshold(
+    native_bf16: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One threshold per dtype: on a CPU with native bfloat16 the default judge runs in
+    bfloat16 and decides at auditor/calibrations/qwen-1.5b-cpu-judge.bfloat16.json's
+    threshold, without it in float32 at the float32 file's; each file is of the verdict logic
+    and the settings that ship (re-made together whenever verdicts change: `auditor calibrate`,
+    then copied here); `--calibration qwen-1.5b-cpu-judge` names the one for this machine."""
+    from auditor import engine_dtype
     from auditor.calibrate import verdict_settings
     from auditor.verify.check import VERDICT_LOGIC
 
+    monkeypatch.setattr(engine_dtype, "is_cpu_build", lambda: True)
+    monkeypatch.setattr(engine_dtype, "cpu_has_bf16", lambda: native_bf16)
+    dtype = "bfloat16" if native_bf16 else "float32"
     default = JudgeConfig()
-    shipped = json.loads(shipped_calibrations()[default.name].read_text(encoding="utf-8"))
+    shipped = json.loads(shipped_calibrations()[f"{default.name}.{dtype}"].read_text("utf-8"))
     assert default.support_threshold == shipped["threshold"]
+    assert default.claims == "sentences"
+    assert shipped["judge"]["fingerprint"]["dtype"] == dtype
     assert shipped["judge"]["fingerprint"]["verdict_logic"] == VERDICT_LOGIC
     ours = verdict_settings(default.model_dump(mode="json"))
     theirs = shipped["judge"]["verdict_settings"]
@@ -618,6 +628,30 @@ def test_the_default_judge_decides_at_its_shipped_calibrations_threshold() -> No
     assert {k: v for k, v in ours["generator"].items() if k not in engine_only} == theirs[
         "generator"
     ]
+    by_judge = resolve_calibration(default.name)
+    assert by_judge.data["threshold"] == default.support_threshold
+    assert by_judge.data["judge"]["fingerprint"]["dtype"] == dtype
+    # a threshold given is kept whatever the machine
+    assert JudgeConfig(support_threshold=0.5).support_threshold == 0.5
+
+
+def test_a_check_in_the_other_dtype_is_pointed_at_its_shipped_calibration() -> None:
+    """A bfloat16 calibration named for a float32 check: refused naming the file that ships
+    for float32 (the two dtypes decide at different probabilities)."""
+    bf16 = resolve_calibration(f"{JudgeConfig().name}.bfloat16")
+    judge = json.loads(shipped_calibrations()[f"{JudgeConfig().name}.float32"].read_text("utf-8"))[
+        "judge"
+    ]
+    manifest = {
+        "judge": {
+            "identity": judge["identity"],
+            "config": judge["verdict_settings"],
+            "verdict_logic": judge["fingerprint"]["verdict_logic"],
+        }
+    }
+    why = bf16.mismatch(manifest)
+    assert why is not None and "float32 here, bfloat16 calibrated" in why
+    assert "`--calibration qwen-1.5b-cpu-judge.float32`" in why
 
 
 def test_calibrate_with_its_own_labels_as_examples_never_judges_an_answer_by_its_own_label(

@@ -48,7 +48,7 @@ def _check(
 def test_each_claim_gets_a_verdict_span_reason_and_its_source(tmp_path: Path) -> None:
     """Supported claims name the chunk that supports them; a wrong number is contradicted."""
     answer = "The T9 thermostat warranty lasts 2 years from the delivery date. Unopened thermostats can be returned within 45 days of delivery. Shipping is free on Mondays."
-    summary, rows = _check([_item("a", answer)], tmp_path)
+    summary, rows = _check([_item("a", answer)], tmp_path, claims="listed", chunks_per_claim=2)
     claims = rows["a"]["claims"]
     assert [c["verdict"] for c in claims] == ["supported", "contradicted", "unsupported"]
     assert claims[0]["supporting_chunks"] == ["doc#0"] and claims[1]["contradicting_chunks"] == [
@@ -166,7 +166,7 @@ def test_statement_failure_is_recorded(tmp_path: Path) -> None:
     """When no claims can be extracted the answer is judge_failed, not silently faithful."""
     judge = FakeJudge()
     judge.garbage_for = ("claims",)
-    _, rows = _check([_item("a", WARRANTY)], tmp_path, judge=judge, retries=1)
+    _, rows = _check([_item("a", WARRANTY)], tmp_path, judge=judge, retries=1, claims="listed")
     assert rows["a"]["outcome"] == "judge_failed" and rows["a"]["faithfulness"] is None
 
 
@@ -234,7 +234,7 @@ def test_cli_check_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
                 "id": "x",
                 "question": "q",
                 "contexts": [WARRANTY],
-                "answer": WARRANTY + " It is blue.",
+                "answer": WARRANTY + " The thermostat casing is painted bright blue.",
             }
         )
         + "\n"
@@ -273,7 +273,7 @@ def test_without_log_probabilities_the_written_label_decides(tmp_path: Path) -> 
     judge = FakeJudge()
     judge.logprobs = False
     answer = "The T9 thermostat warranty lasts 2 years from the delivery date. Shipping is free on Mondays."
-    _, rows = _check([_item("a", answer)], tmp_path, judge=judge)
+    _, rows = _check([_item("a", answer)], tmp_path, judge=judge, claims="listed")
     claims = rows["a"]["claims"]
     assert [c["verdict"] for c in claims] == ["supported", "unsupported"]
     assert [c["p_supported"] for c in claims] == [None, None]
@@ -777,7 +777,7 @@ def test_each_judge_stage_reports_its_progress_to_the_last_call(tmp_path: Path) 
     check_items(
         answers,
         tmp_path,
-        JudgeConfig.model_validate({"metrics": ["faithfulness"], "retries": 1}),
+        JudgeConfig.model_validate({"metrics": ["faithfulness"], "retries": 1, "claims": "listed"}),
         judge,
         FakeEmbedder().embed,
         on_calls=lambda label, done, total: seen.append((label, done, total)),

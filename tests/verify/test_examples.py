@@ -161,7 +161,7 @@ def _answers_and_examples(tmp_path: Path, example: dict[str, Any]) -> tuple[Path
                 "question": "What colour is the thermostat?",
                 "source_id": "q1",
                 "contexts": [WARRANTY],
-                "answer": WARRANTY + " The thermostat is blue.",
+                "answer": WARRANTY + " The thermostat casing is painted blue.",
             }
         )
         + "\n",
@@ -203,7 +203,7 @@ ACCEPTED = {
     "id": "earlier-1",
     "question": "What colour is the thermostat?",
     "source_id": "q1",
-    "answer": "The thermostat is blue. It ships in a box.",
+    "answer": "The thermostat casing is painted blue. It ships in a box.",
     "hallucinated": False,
 }
 
@@ -255,7 +255,10 @@ def test_a_claim_people_accepted_before_is_supported_and_says_so(
     html = (tmp_path / "r.html").read_text()
     assert "The judge had 1 labelled answer to this question as examples (earlier-1)" in html
     assert "they decided 1 claim verdict." in html and "Decided by people's labels" in html
-    assert '<blockquote class="example accepted">The thermostat is blue.</blockquote>' in html
+    assert (
+        '<blockquote class="example accepted">The thermostat casing is painted blue.</blockquote>'
+        in html
+    )
 
     # more answers into the same dir with other examples (or none) are refused
     grown = json.loads(answers.read_text()) | {"id": "y"}
@@ -426,9 +429,11 @@ def test_examples_in_the_prompt_reach_every_fact_call_and_the_row_says_which(
     assert JudgeConfig().examples_prompt_threshold is None
     assert weights["support_threshold"] is None
     assert weights["accepted"] == weights["marked"] == 0.0
-    assert {"example": "earlier-1", "sentence": "The thermostat is blue.", "marked": None} in row[
-        "reviewed"
-    ]
+    assert {
+        "example": "earlier-1",
+        "sentence": "The thermostat casing is painted blue.",
+        "marked": None,
+    } in row["reviewed"]
 
     # the report lists what the judge was shown, escaped, per answer
     from click.testing import CliRunner

@@ -41,7 +41,10 @@ def _item(answer: str, question: str = "Does the Brio kettle have a keep-warm mo
 
 
 def _check(tmp_path: Path, judge: FakeJudge, answer: str, **config: object) -> dict[str, Any]:
-    settings = JudgeConfig.model_validate({"metrics": ["faithfulness"], **config})
+    # the premise check is the listed claims' (the default checks sentences as written)
+    settings = JudgeConfig.model_validate(
+        {"metrics": ["faithfulness"], "claims": "listed", **config}
+    )
     check_items([_item(answer)], tmp_path, settings, judge, FakeEmbedder().embed)
     return next(iter(read_jsonl(tmp_path / "checks.jsonl")))
 
