@@ -33,14 +33,6 @@ def verify(out: Path, *keys: Path, json_out: bool = False) -> Result:
     return run(*args, *(["--json"] if json_out else []))
 
 
-@pytest.fixture
-def bundled(audited: list[Path], key: Path, passphrase: str, tmp_path: Path) -> Path:
-    out = tmp_path / "a.tar"
-    done = bundle(audited, key, out, passphrase)
-    assert done.exit_code == 0, done.output
-    return out
-
-
 def _retar(source: Path, target: Path, change: Any = None, order: Any = sorted) -> Path:
     """The bundle's members written again (in `order`), after `change(files)`."""
     files = read_tar(source)
