@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from auditor.audit import AUDIT_FILES, plan_audit, run_audit
+from auditor.cli.bundle_cmd import passphrase_option, read_passphrase
 from auditor.cli.options import (
     calibration_option,
     check_ray_option,
@@ -25,7 +26,6 @@ from auditor.cli.options import (
     ray_options,
     sources_option,
 )
-from auditor.cli.bundle_cmd import passphrase_option, read_passphrase
 from auditor.cli.progress import StderrProgress
 from auditor.cli.report_cmd import _history_path, echo_outcome, gate_option, history_option
 from auditor.cli.run_cmd import _RunProgress
@@ -218,8 +218,18 @@ def audit(
     if bundle_path is not None and signing_key is not None:
         with times.time("bundle"):
             notes.append(
-                _write_bundle(outcome, bundle_path, signing_key, calibration, labels, labels_path,
-                              labels_outside, gates, index_dir, _history_path(history_path))
+                _write_bundle(
+                    outcome,
+                    bundle_path,
+                    signing_key,
+                    calibration,
+                    labels,
+                    labels_path,
+                    labels_outside,
+                    gates,
+                    index_dir,
+                    _history_path(history_path),
+                )
             )
     if review:
         notes.append(
@@ -249,7 +259,9 @@ def _bundle_key(
         raise BadInput("--bundle and --key go together: give both, or neither")
     if bundle_path is None or key_path is None:
         return None
-    check_bundle_output(bundle_path, False, [*reads, Read("--out", out_dir, folder=True)])
+    check_bundle_output(
+        bundle_path, False, [*reads, Read("--out", out_dir, folder=True)], "--bundle", ""
+    )
     return load_private_key(key_path, read_passphrase(passphrase_env))
 
 

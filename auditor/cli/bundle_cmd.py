@@ -58,7 +58,13 @@ def read_passphrase(env_name: str | None, confirm: bool = False) -> bytes:
 
 
 @click.command()
-@click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="The private key file to write (KEY; KEY.pub beside it).")
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The private key file to write (KEY; KEY.pub beside it).",
+)
 @passphrase_option
 @click.option("--force", is_flag=True, help="Replace KEY and KEY.pub when they exist.")
 def keygen(out: Path, passphrase_env: str | None, force: bool) -> None:
@@ -74,14 +80,36 @@ def keygen(out: Path, passphrase_env: str | None, force: bool) -> None:
 
 @click.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--key", "key_path", required=True, type=click.Path(path_type=Path), help="The private key to sign with (auditor keygen).")
-@click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="The bundle to write (a .tar).")
+@click.option(
+    "--key",
+    "key_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The private key to sign with (auditor keygen).",
+)
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The bundle to write (a .tar).",
+)
 @passphrase_option
 @calibration_option("report")
 @labels_option
 @gate_option
-@click.option("--index", "index_dir", type=click.Path(path_type=Path), default=None, help="The index dir the runs were run against, where it is not at the path their manifests record.")
-@click.option("--with-documents", is_flag=True, help="Also put the indexed documents themselves in the bundle (default: their hashes only).")
+@click.option(
+    "--index",
+    "index_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The index dir the runs were run against, where it is not at the path their manifests record.",
+)
+@click.option(
+    "--with-documents",
+    is_flag=True,
+    help="Also put the indexed documents themselves in the bundle (default: their hashes only).",
+)
 @click.option("--force", is_flag=True, help="Replace --out when it exists.")
 def bundle(
     run_dirs: tuple[Path, ...],
@@ -134,8 +162,19 @@ def bundle(
 
 @click.command()
 @click.argument("bundle_path", type=click.Path(path_type=Path))
-@click.option("--key", "key_path", required=True, type=click.Path(path_type=Path), help="Your private key (auditor keygen).")
-@click.option("--role", required=True, type=click.Choice(("reviewer", "approver")), help="The role you sign in.")
+@click.option(
+    "--key",
+    "key_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Your private key (auditor keygen).",
+)
+@click.option(
+    "--role",
+    required=True,
+    type=click.Choice(("reviewer", "approver")),
+    help="The role you sign in.",
+)
 @passphrase_option
 def sign(bundle_path: Path, key_path: Path, role: str, passphrase_env: str | None) -> None:
     """Countersign a bundle: your signature of the same statement, in a role.
@@ -158,7 +197,14 @@ def sign(bundle_path: Path, key_path: Path, role: str, passphrase_env: str | Non
 
 @click.command()
 @click.argument("bundle_path", type=click.Path(path_type=Path))
-@click.option("--key", "key_paths", required=True, multiple=True, type=click.Path(path_type=Path), help="A signer's public key (KEY.pub); repeat for each signer. Only these keys are trusted.")
+@click.option(
+    "--key",
+    "key_paths",
+    required=True,
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="A signer's public key (KEY.pub); repeat for each signer. Only these keys are trusted.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
 def verify(bundle_path: Path, key_paths: tuple[Path, ...], as_json: bool) -> None:
     """Verify a bundle offline: safe members, every signature against the keys given, every

@@ -121,7 +121,9 @@ def read_tar(path: Path) -> dict[str, bytes]:
                 files[name] = data
     except (tarfile.TarError, EOFError) as exc:
         raise BagError(f"not a complete tar ({exc}); the bundle is truncated or damaged") from exc
-    folders = {"/".join(name.split("/")[:k]) for name in files for k in range(1, name.count("/") + 1)}
+    folders = {
+        "/".join(name.split("/")[:k]) for name in files for k in range(1, name.count("/") + 1)
+    }
     if clash := sorted(folders & files.keys()):
         raise BagError(f"member {clash[0]!r}: both a file and a folder; the bundle is refused")
     return files

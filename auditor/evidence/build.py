@@ -8,6 +8,7 @@ mtime, and Ed25519 signatures are deterministic.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -15,6 +16,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -37,7 +39,7 @@ from auditor.review import REVIEW, ReviewLabel, read_review
 from auditor.store import CHECK_MANIFEST, CHECKS, MANIFEST, RECORDS
 from auditor.versions import package_versions
 
-__all__ = ["BundlePlan", "RUN_FILES", "plan_bundle", "write_bundle", "write_file_atomic"]
+__all__ = ["RUN_FILES", "BundlePlan", "plan_bundle", "write_bundle", "write_file_atomic"]
 
 # what a run dir contributes (engine.log, third-party output, is left out); summary.json is the
 # one computed at bundling, from these
@@ -87,7 +89,9 @@ def _checked_run(run_dir: Path) -> RunArtifacts:
     """A run dir that is complete, checked and undamaged; BadInput naming what is not."""
     run = load_run(run_dir)  # the typed readers: shapes, consistency
     if run.damaged:
-        raise BadInput(f"{run.damaged[0]}; a damaged run dir is not bundled: re-run into a new --out")
+        raise BadInput(
+            f"{run.damaged[0]}; a damaged run dir is not bundled: re-run into a new --out"
+        )
     if run.manifest.get("status") in ("running", "partial"):
         raise BadInput(
             f"{run_dir / MANIFEST}: the run is {run.manifest['status']}, not complete; finish it "
@@ -192,7 +196,10 @@ def plan_bundle(
     times = [
         stamp
         for run in runs
-        for stamp in (run.manifest.get("finished_at"), (run.check_manifest or {}).get("finished_at"))
+        for stamp in (
+            run.manifest.get("finished_at"),
+            (run.check_manifest or {}).get("finished_at"),
+        )
         if stamp
     ]
     audit_end = max(times, key=_epoch) if times else "1970-01-01T00:00:00+00:00"
@@ -224,12 +231,8 @@ def plan_bundle(
         payload[CALIBRATION] = _read(calibration.path, "the calibration")
     versions = package_versions()
     for name in EVIDENCE_PACKAGES:
-        try:
-            from importlib import metadata
-
+        with contextlib.suppress(metadata.PackageNotFoundError):
             versions[name] = metadata.version(name)
-        except Exception:  # noqa: BLE001 - a version we cannot read is left out
-            continue
     predicate = {
         "audit_period": {"start": audit_start, "end": audit_end},
         "runs": predicate_runs,
@@ -272,12 +275,19 @@ def write_file_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def check_bundle_output(out: Path, force: bool, reads: Sequence[Read]) -> None:
+def check_bundle_output(
+    out: Path,
+    force: bool,
+    reads: Sequence[Read],
+    option: str = "--out",
+    force_flag: str = "--force",
+) -> None:
     """An output path the bundle may be written at: not an input, a file path in a writable
-    folder, and no existing file unless `force`."""
-    check_output_file(out, "--out", reads)
+    folder, and no existing file unless `force` (`force_flag` empty: the command has none)."""
+    check_output_file(out, option, reads)
     if os.path.lexists(out) and not force:
-        raise BadInput(f"--out {out}: exists; give another path, or --force to replace it")
+        fix = f", or {force_flag} to replace it" if force_flag else ", or remove it"
+        raise BadInput(f"{option} {out}: exists; give another path{fix}")
 
 
 def bundle_files(plan: BundlePlan, envelope: Envelope) -> dict[str, bytes]:

@@ -15,6 +15,6 @@ def canonical_json(value: Any) -> bytes:
     """`value` as RFC 8785 (JSON Canonicalization Scheme) bytes; BadInput when it holds what
     JSON cannot carry (NaN, infinities, integers past 2**53)."""
     try:
-        return rfc8785.dumps(value)
+        return bytes(rfc8785.dumps(value))
     except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
         raise BadInput(f"the audit statement cannot be written as canonical JSON ({exc})") from exc

@@ -119,9 +119,7 @@ def sign_payload(
     keyid = fingerprint(key.public_key())
     entry = SignatureEntry(keyid, key.sign(pae(payload_type, payload)), role, signed_at, b"")
     claim = entry.claim(hashlib.sha256(payload).hexdigest())
-    return SignatureEntry(
-        keyid, entry.sig, role, signed_at, key.sign(pae(CLAIM_TYPE, claim)), None
-    )
+    return SignatureEntry(keyid, entry.sig, role, signed_at, key.sign(pae(CLAIM_TYPE, claim)), None)
 
 
 @dataclass(frozen=True)

@@ -88,8 +88,10 @@ def compare(recorded: Any, computed: Any, where: str) -> str | None:
     numbers = (int, float)
     same = (
         recorded == computed
-        if isinstance(recorded, numbers) and isinstance(computed, numbers)
-        and not isinstance(recorded, bool) and not isinstance(computed, bool)
+        if isinstance(recorded, numbers)
+        and isinstance(computed, numbers)
+        and not isinstance(recorded, bool)
+        and not isinstance(computed, bool)
         else type(recorded) is type(computed) and recorded == computed
     )
     return None if same else f"{where}: {recorded!r} in the statement, {computed!r} recomputed"

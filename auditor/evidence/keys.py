@@ -58,7 +58,9 @@ def generate_key(out: Path, passphrase: bytes, force: bool = False) -> str:
     public = public_key_path(out)
     for path in (out, public):
         if os.path.lexists(path) and not force:
-            raise BadInput(f"--out {out}: {path} exists; give another --out, or --force to replace it")
+            raise BadInput(
+                f"--out {out}: {path} exists; give another --out, or --force to replace it"
+            )
         if os.path.isdir(path):
             raise BadInput(f"--out {out}: {path} is a directory; give --out a file path")
     if not out.parent.is_dir() and out.parent != Path(""):
@@ -95,7 +97,9 @@ def _write(path: Path, data: bytes, mode: int) -> None:
 
 def _read_pem(path: Path, option: str) -> bytes:
     if not path.is_file():
-        raise BadInput(f"{option} {path}: no such key file; make one with `auditor keygen --out KEY`")
+        raise BadInput(
+            f"{option} {path}: no such key file; make one with `auditor keygen --out KEY`"
+        )
     try:
         return path.read_bytes()
     except OSError as exc:
@@ -120,7 +124,9 @@ def load_private_key(path: Path, passphrase: bytes) -> Ed25519PrivateKey:
             "passphrase the key was made with"
         ) from exc
     if not isinstance(key, Ed25519PrivateKey):
-        raise BadInput(f"--key {path}: not an Ed25519 key; make one with `auditor keygen --out KEY`")
+        raise BadInput(
+            f"--key {path}: not an Ed25519 key; make one with `auditor keygen --out KEY`"
+        )
     return key
 
 
@@ -132,7 +138,9 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
     try:
         key = serialization.load_pem_public_key(data)
     except (ValueError, UnsupportedAlgorithm) as exc:
-        raise BadInput(f"--key {path}: not a PEM public key; give the KEY.pub keygen wrote") from exc
+        raise BadInput(
+            f"--key {path}: not a PEM public key; give the KEY.pub keygen wrote"
+        ) from exc
     if not isinstance(key, Ed25519PublicKey):
         raise BadInput(f"--key {path}: not an Ed25519 public key; give the KEY.pub keygen wrote")
     return key

@@ -111,16 +111,16 @@ def run_predicate(
         # the drawn sample's design (review.json), labelled or not yet
         "review": None
         if review is None
-        else {k: review.get(k) for k in ("method", "seed", "size", "population", "population_sha256")},
+        else {
+            k: review.get(k) for k in ("method", "seed", "size", "population", "population_sha256")
+        },
         "reviewers": reviewed.get("reviewers") or [],
         "host": manifest.get("host") or {},
         "packages": manifest.get("packages") or {},
     }
 
 
-def statement(
-    subjects: Mapping[str, bytes], predicate: dict[str, Any]
-) -> dict[str, Any]:
+def statement(subjects: Mapping[str, bytes], predicate: dict[str, Any]) -> dict[str, Any]:
     """The Statement: every file (bag path) with its sha256, sorted by name, and the predicate."""
     return {
         "_type": STATEMENT_TYPE,

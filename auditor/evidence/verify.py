@@ -10,6 +10,7 @@ calibration equal the statement's. A bundle of a newer predicate version is bad 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tempfile
 from collections.abc import Sequence
@@ -40,7 +41,7 @@ from auditor.evidence.statement import (
 from auditor.results import load_run
 from auditor.review import read_review_labels
 
-__all__ = ["Signer", "Verified", "VerificationFailed", "read_bundle", "verify_bundle"]
+__all__ = ["Signer", "VerificationFailed", "Verified", "read_bundle", "verify_bundle"]
 
 
 class VerificationFailed(AuditorError):
@@ -119,7 +120,9 @@ def _check_signatures(
         problem = entry.verify(key, envelope.payload_type, envelope.payload)
         if problem:
             raise VerificationFailed(f"{what}: {problem} (key {name})")
-        signers.append(Signer(entry.keyid, entry.role, entry.signed_at, name, entry.rfc3161_timestamp))
+        signers.append(
+            Signer(entry.keyid, entry.role, entry.signed_at, name, entry.rfc3161_timestamp)
+        )
     signed = {s.keyid for s in signers}
     for keyid, (name, _) in by_id.items():
         if keyid not in signed:
@@ -150,14 +153,15 @@ def _statement(path: Path, payload: bytes) -> dict[str, Any]:
 
 
 def _check_subjects(path: Path, files: dict[str, bytes], subjects: list[Any]) -> None:
-    import hashlib
-
+    """The bundle's files (the envelope aside) are the subjects, each with its digest."""
     listed: dict[str, str] = {}
     for subject in subjects:
         name = subject.get("name") if isinstance(subject, dict) else None
         digest = (subject.get("digest") or {}).get("sha256") if isinstance(subject, dict) else None
         if not isinstance(name, str) or not isinstance(digest, str) or name in listed:
-            raise VerificationFailed(f"{path}: a subject of the statement is malformed: {subject!r}")
+            raise VerificationFailed(
+                f"{path}: a subject of the statement is malformed: {subject!r}"
+            )
         listed[name] = digest
     present = set(files) - {ENVELOPE}
     for name in sorted(listed.keys() | present):

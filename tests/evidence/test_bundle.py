@@ -120,13 +120,18 @@ def test_a_member_removed_or_added_is_refused(bundled: Path, key: Path, tmp_path
         _retar(bundled, tmp_path / "r.tar", lambda f: f.pop("data/runs/good/checks.jsonl")), key
     )
     assert removed.exit_code == 1
-    assert "data/runs/good/checks.jsonl: in the statement, missing from the bundle" in removed.stderr
+    assert (
+        "data/runs/good/checks.jsonl: in the statement, missing from the bundle" in removed.stderr
+    )
 
     def add(files: dict[str, bytes]) -> None:
         files["data/extra.txt"] = b"slipped in\n"
 
     added = verify(_retar(bundled, tmp_path / "a.tar", add), key)
-    assert added.exit_code == 1 and "data/extra.txt: in the bundle, not in the statement" in added.stderr
+    assert (
+        added.exit_code == 1
+        and "data/extra.txt: in the bundle, not in the statement" in added.stderr
+    )
 
 
 def test_a_bundle_retarred_in_another_order_still_verifies(
@@ -150,7 +155,12 @@ def test_a_signature_by_another_key_is_refused(
     envelope = json.loads(files[ENVELOPE])
     signed = tmp_path / "s.tar"
     signed.write_bytes(tar_bytes(files, 0))
-    assert run("sign", signed, "--key", other, "--role", "reviewer", "--passphrase-env", passphrase).exit_code == 0
+    assert (
+        run(
+            "sign", signed, "--key", other, "--role", "reviewer", "--passphrase-env", passphrase
+        ).exit_code
+        == 0
+    )
     forged = json.loads(read_tar(signed)[ENVELOPE])
     forged["signatures"] = [forged["signatures"][1] | {"keyid": envelope["signatures"][0]["keyid"]}]
     forged_tar = tmp_path / "f.tar"
@@ -173,7 +183,9 @@ def test_countersignatures_name_each_signer_and_role(
     assert roles == ["auditor", "reviewer", "approver"]
     # every signature must be checked: a signer's key left out fails
     assert verify(bundled, key, reviewer).exit_code == 1
-    again = run("sign", bundled, "--key", reviewer, "--role", "reviewer", "--passphrase-env", passphrase)
+    again = run(
+        "sign", bundled, "--key", reviewer, "--role", "reviewer", "--passphrase-env", passphrase
+    )
     assert again.exit_code == 2 and "already signed" in again.stderr
     # a role changed after signing
     files = read_tar(bundled)
@@ -229,7 +241,13 @@ def _with_member(bundled: Path, target: Path, info: tarfile.TarInfo, data: bytes
     ],
 )
 def test_unsafe_members_are_refused_before_anything_is_extracted(
-    bundled: Path, key: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, kind: bytes, said: str
+    bundled: Path,
+    key: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    kind: bytes,
+    said: str,
 ) -> None:
     info = tarfile.TarInfo(name)
     info.type = kind
@@ -271,7 +289,9 @@ def test_figures_that_do_not_follow_from_the_files_are_refused(
 def test_a_newer_predicate_version_is_bad_input(
     audited: list[Path], key: Path, passphrase: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("auditor.evidence.statement.PREDICATE_TYPE", "https://auditor.invalid/audit-bundle/v2")
+    monkeypatch.setattr(
+        "auditor.evidence.statement.PREDICATE_TYPE", "https://auditor.invalid/audit-bundle/v2"
+    )
     out = tmp_path / "v2.tar"
     assert bundle(audited, key, out, passphrase).exit_code == 0
     monkeypatch.undo()

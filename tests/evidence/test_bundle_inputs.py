@@ -35,7 +35,16 @@ def bundle(
     env: dict[str, str] | None = None,
 ) -> Result:
     return run(
-        "bundle", *run_dirs, "--key", key, "--out", out, "--passphrase-env", env_name, *extra, env=env
+        "bundle",
+        *run_dirs,
+        "--key",
+        key,
+        "--out",
+        out,
+        "--passphrase-env",
+        env_name,
+        *extra,
+        env=env,
     )
 
 
@@ -175,7 +184,7 @@ def test_reviewed_rates_and_a_calibration_are_bundled_and_recomputed_on_verify(
     checked = tmp_path / "run"
     done = run("check", "--answers", answers, "--out", checked, "--calibration", calibration, "-q")
     assert done.exit_code == 0, done.output
-    labels, drawn = _reviewed_run(checked, tmp_path)
+    labels, _ = _reviewed_run(checked, tmp_path)
     out = tmp_path / "a.tar"
     extra = ("--labels", labels, "--calibration", calibration, "--gate", "hallucination_rate<=0.5")
     done = bundle([checked], key, out, passphrase, *extra)
@@ -183,9 +192,7 @@ def test_reviewed_rates_and_a_calibration_are_bundled_and_recomputed_on_verify(
     files = read_tar(out)
     assert files["data/labels/labels.jsonl"] == labels.read_bytes()
     assert files["data/calibration/calibration.json"] == calibration.read_bytes()
-    statement = json.loads(
-        __import__("base64").b64decode(json.loads(files[ENVELOPE])["payload"])
-    )
+    statement = json.loads(__import__("base64").b64decode(json.loads(files[ENVELOPE])["payload"]))
     predicate = statement["predicate"]
     (only,) = predicate["runs"]
     assert only["figures"]["reviewed_labels"] == 15
