@@ -63,7 +63,7 @@ def generate_key(out: Path, passphrase: bytes, force: bool = False) -> str:
             )
         if os.path.isdir(path):
             raise BadInput(f"--out {out}: {path} is a directory; give --out a file path")
-    if not out.parent.is_dir() and out.parent != Path(""):
+    if not out.parent.is_dir():
         raise BadInput(f"--out {out}: {out.parent} is not a directory; give --out a path in one")
     key = Ed25519PrivateKey.generate()
     private_pem = key.private_bytes(

@@ -175,6 +175,11 @@ def _check_subjects(path: Path, files: dict[str, bytes], subjects: list[Any]) ->
 
 def _check_figures(path: Path, files: dict[str, bytes], predicate: dict[str, Any]) -> None:
     """The figures computed again, by the audit's own code, from the bundle's files."""
+    referenced = [str(run.get("run_dir")) + "/manifest.json" for run in predicate["runs"]]
+    referenced += [str(predicate[k]["file"]) for k in ("labels", "calibration") if predicate.get(k)]
+    for name in referenced:
+        if name not in files:  # every file the figures are computed from is a checked subject
+            raise VerificationFailed(f"{path}: the statement names {name}, not in the bundle")
     with tempfile.TemporaryDirectory(prefix="auditor-verify-") as tmp:
         root = Path(tmp)
         extract_to(files, root)
