@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -123,6 +124,23 @@ def timed(
     return {"bundle_s": spread(bundle_s), "verify_s": spread(verify_s), "size_mb": spread(sizes)}
 
 
+def lscpu_facts() -> dict[str, Any]:
+    """The CPU model as `lscpu` names it, and whether the CPU has avx512_bf16."""
+    try:
+        said = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+    except OSError:
+        said = ""
+    model = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in said.splitlines()
+            if line.startswith("Model name")
+        ),
+        None,
+    )
+    return {"lscpu_model": model, "avx512_bf16": "avx512_bf16" in said.split()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--answers", type=int, default=1000)
@@ -159,6 +177,7 @@ def main() -> None:
         figures,
         note=f"fake judge (no engine); making and fake-checking the {args.answers} answers "
         f"took {check_s:.1f} s; in-process CLI, median of {args.rounds} rounds",
+        **lscpu_facts(),
     )
 
 
