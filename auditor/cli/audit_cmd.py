@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import click
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from auditor.audit import AUDIT_FILES, plan_audit, run_audit
+from auditor.audit import AUDIT_FILES, AuditOutcome, plan_audit, run_audit
+from auditor.calibrate import Calibration
 from auditor.cli.bundle_cmd import passphrase_option, read_passphrase
 from auditor.cli.options import (
     calibration_option,
@@ -35,11 +36,11 @@ from auditor.errors import BadInput
 from auditor.evidence.build import check_bundle_output, plan_bundle, write_bundle
 from auditor.evidence.keys import load_private_key
 from auditor.files import Read, check_output_dir, refuse_output_on_input
-from auditor.gates import parse_gate
+from auditor.gates import Gate, parse_gate
 from auditor.history import record_statement
 from auditor.questions import load_questions
 from auditor.results import SUMMARY
-from auditor.review import REVIEW, check_audit_labels
+from auditor.review import REVIEW, ReviewLabel, check_audit_labels
 from auditor.store import CHECK_MANIFEST, CHECKS, ENGINE_LOG, MANIFEST, RECORDS
 from auditor.timings import TIMINGS, StageTimes
 from auditor.verify.answers import AnswerItem
@@ -252,7 +253,7 @@ def _bundle_key(
     passphrase_env: str | None,
     out_dir: Path,
     reads: list[Read],
-) -> Any:
+) -> Ed25519PrivateKey | None:
     """The key that signs --bundle, read (passphrase asked) before any engine starts, and the
     bundle's path checked; None without --bundle."""
     if (bundle_path is None) != (key_path is None):
@@ -266,14 +267,14 @@ def _bundle_key(
 
 
 def _write_bundle(
-    outcome: Any,
+    outcome: AuditOutcome,
     bundle_path: Path,
-    key: Any,
-    calibration: Any,
-    labels: Any,
+    key: Ed25519PrivateKey,
+    calibration: Calibration | None,
+    labels: list[ReviewLabel] | None,
     labels_path: Path | None,
     labels_outside: str,
-    gates: list[Any],
+    gates: list[Gate],
     index_dir: Path,
     history: Path,
 ) -> str:
