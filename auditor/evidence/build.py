@@ -62,10 +62,11 @@ class BundlePlan:
     @property
     def mtime(self) -> int:
         """The tar entries' mtime: the audit's end (0 when no run records one)."""
-        return _epoch(self.audit_end)
+        return epoch_of(self.audit_end)
 
 
-def _epoch(stamp: str | None) -> int:
+def epoch_of(stamp: str | None) -> int:
+    """An artifact's ISO-8601 time as whole epoch seconds (0 when absent or unreadable)."""
     if not stamp:
         return 0
     try:
@@ -202,9 +203,9 @@ def plan_bundle(
         )
         if stamp
     ]
-    audit_end = max(times, key=_epoch) if times else "1970-01-01T00:00:00+00:00"
+    audit_end = max(times, key=epoch_of) if times else "1970-01-01T00:00:00+00:00"
     starts = [s for run in runs for s in (run.manifest.get("started_at"),) if s]
-    audit_start = min(starts, key=_epoch) if starts else None
+    audit_start = min(starts, key=epoch_of) if starts else None
     payload: dict[str, bytes] = {}
     predicate_runs = []
     for run in runs:

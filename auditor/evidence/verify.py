@@ -130,7 +130,8 @@ def _check_signatures(
     return signers
 
 
-def _statement(path: Path, payload: bytes) -> dict[str, Any]:
+def read_statement(path: Path, payload: bytes) -> dict[str, Any]:
+    """The statement the payload holds, of a predicate version this auditor reads."""
     try:
         data = json.loads(payload.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -152,7 +153,7 @@ def _statement(path: Path, payload: bytes) -> dict[str, Any]:
     return data
 
 
-def _check_subjects(path: Path, files: dict[str, bytes], subjects: list[Any]) -> None:
+def check_subjects(path: Path, files: dict[str, bytes], subjects: list[Any]) -> None:
     """The bundle's files (the envelope aside) are the subjects, each with its digest."""
     listed: dict[str, str] = {}
     for subject in subjects:
@@ -216,8 +217,10 @@ def verify_bundle(path: Path, keys: Sequence[tuple[str, Ed25519PublicKey]]) -> V
     """The bundle at `path` checked against `keys` (name shown, public key)."""
     files, envelope = read_bundle(path)
     signers = _check_signatures(path, envelope, keys)
-    data = _statement(path, envelope.payload)  # the payload bytes the signatures were checked on
-    _check_subjects(path, files, data["subject"])
+    data = read_statement(
+        path, envelope.payload
+    )  # the payload bytes the signatures were checked on
+    check_subjects(path, files, data["subject"])
     runs = data["predicate"].get("runs")
     if not isinstance(runs, list) or not runs:
         raise VerificationFailed(f"{path}: the statement's predicate names no run")
