@@ -128,6 +128,12 @@ def test_a_member_removed_or_added_is_refused(bundled: Path, key: Path, tmp_path
         files["data/extra.txt"] = b"slipped in\n"
 
     added = verify(_retar(bundled, tmp_path / "a.tar", add), key)
+    as_json = verify(tmp_path / "a.tar", key, json_out=True)
+    assert as_json.exit_code == 1
+    assert json.loads(as_json.stdout) == {
+        "verified": False,
+        "failure": f"{tmp_path / 'a.tar'}: data/extra.txt: in the bundle, not in the statement (added)",
+    }
     assert (
         added.exit_code == 1
         and "data/extra.txt: in the bundle, not in the statement" in added.stderr
