@@ -29,6 +29,7 @@ __all__ = [
     "default_history_path",
     "list_audits",
     "record_audit",
+    "record_statement",
     "regressions",
 ]
 
@@ -51,6 +52,9 @@ CREATE TABLE IF NOT EXISTS audits (
 );
 CREATE INDEX IF NOT EXISTS audits_pipeline ON audits (pipeline, recorded_at);
 """
+# columns added after the first release, each with its type: a database without one gets it
+# (ALTER TABLE ... ADD COLUMN, NULL in earlier rows) when it is next opened to write or list
+_ADDED_COLUMNS = {"statement_sha256": "TEXT"}  # the signed bundle's statement (auditor bundle)
 
 # the figures a trend shows and regressions are looked for in (corrected ones are None for an
 # audit that no calibration applied to, reviewed ones for an audit nobody reviewed: skipped)
@@ -89,6 +93,7 @@ class AuditRow:
     gates_passed: bool | None
     baseline: bool
     summary: dict[str, Any]
+    statement_sha256: str | None = None  # the bundle's signed statement, when one was made
 
     def value(self, metric: str) -> float | None:
         entry = self.summary.get("metrics", {}).get(metric) or {}
@@ -112,6 +117,10 @@ def _connect(path: Path) -> Iterator[sqlite3.Connection]:
     try:
         connection = sqlite3.connect(path)
         connection.executescript(_SCHEMA)
+        present = {row[1] for row in connection.execute("PRAGMA table_info(audits)")}
+        for name, kind in _ADDED_COLUMNS.items():
+            if name not in present:
+                connection.execute(f"ALTER TABLE audits ADD COLUMN {name} {kind}")
     except sqlite3.DatabaseError as exc:
         raise BadInput(
             f"{path}: not an audit history database ({exc}); pass --history another path"
@@ -149,7 +158,7 @@ def check_history(path: Path) -> None:
 
 
 def _row(values: tuple[Any, ...]) -> AuditRow:
-    ident, recorded, run_dir, pipeline, kind, config, model, passed, baseline, summary = values
+    ident, recorded, run_dir, pipeline, kind, config, model, passed, baseline, summary = values[:10]
     return AuditRow(
         id=ident,
         recorded_at=recorded,
@@ -161,6 +170,7 @@ def _row(values: tuple[Any, ...]) -> AuditRow:
         gates_passed=None if passed is None else bool(passed),
         baseline=bool(baseline),
         summary=_summary(summary, ident),
+        statement_sha256=values[10] if len(values) > 10 else None,
     )
 
 
@@ -206,6 +216,7 @@ def record_audit(
         "judge_sha256": judge_sha256,
         "gates_passed": None if gates_passed is None else int(gates_passed),
         "summary": json.dumps(summary, sort_keys=True),
+        "statement_sha256": None,  # a bundle of the earlier figures no longer says these
     }
     names = ", ".join(values)
     marks = ", ".join(f":{name}" for name in values)
@@ -222,12 +233,21 @@ def record_audit(
     return _row(found)
 
 
+def record_statement(path: Path, run_dirs: list[Path], statement_sha256: str) -> None:
+    """The statement digest of the bundle made of these recorded run dirs, on their rows."""
+    with _connect(path) as db:
+        db.executemany(
+            "UPDATE audits SET statement_sha256 = ? WHERE run_dir = ?",
+            [(statement_sha256, str(run_dir.resolve())) for run_dir in run_dirs],
+        )
+
+
 def list_audits(path: Path, pipeline: str | None = None) -> list[AuditRow]:
     """Recorded audits, oldest first (optionally of one pipeline)."""
     if not path.exists():
         return []
     with _connect(path) as db:
-        query = f"SELECT {_COLUMNS} FROM audits"
+        query = f"SELECT {_COLUMNS}, statement_sha256 FROM audits"
         args: tuple[Any, ...] = ()
         if pipeline is not None:
             query += " WHERE pipeline = ?"

@@ -11,6 +11,7 @@ import click
 
 from auditor import __version__
 from auditor.cli.audit_cmd import audit
+from auditor.cli.bundle_cmd import bundle, keygen, sign, verify
 from auditor.cli.calibrate_cmd import calibrate
 from auditor.cli.check_cmd import check
 from auditor.cli.config_cmd import config
@@ -151,6 +152,10 @@ for _command in (
     audit,
     history,
     baseline,
+    keygen,
+    bundle,
+    sign,
+    verify,
 ):
     cli.add_command(_command)
 

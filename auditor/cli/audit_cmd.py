@@ -7,8 +7,11 @@ import time
 from pathlib import Path
 
 import click
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from auditor.audit import AUDIT_FILES, plan_audit, run_audit
+from auditor.audit import AUDIT_FILES, AuditOutcome, plan_audit, run_audit
+from auditor.calibrate import Calibration
+from auditor.cli.bundle_cmd import passphrase_option, read_passphrase
 from auditor.cli.options import (
     calibration_option,
     check_ray_option,
@@ -29,11 +32,15 @@ from auditor.cli.report_cmd import _history_path, echo_outcome, gate_option, his
 from auditor.cli.run_cmd import _RunProgress
 from auditor.cli.terminal import engine_output_to
 from auditor.config import load_pipeline, resolve_pipeline_path
+from auditor.errors import BadInput
+from auditor.evidence.build import check_bundle_output, plan_bundle, write_bundle
+from auditor.evidence.keys import load_private_key
 from auditor.files import Read, check_output_dir, refuse_output_on_input
-from auditor.gates import parse_gate
+from auditor.gates import Gate, parse_gate
+from auditor.history import record_statement
 from auditor.questions import load_questions
 from auditor.results import SUMMARY
-from auditor.review import REVIEW, check_audit_labels
+from auditor.review import REVIEW, ReviewLabel, check_audit_labels
 from auditor.store import CHECK_MANIFEST, CHECKS, ENGINE_LOG, MANIFEST, RECORDS
 from auditor.timings import TIMINGS, StageTimes
 from auditor.verify.answers import AnswerItem
@@ -86,6 +93,23 @@ __all__ = ["audit"]
     "the report's review section shows them.",
 )
 @ray_options("audit")
+@click.option(
+    "--bundle",
+    "bundle_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="OUT",
+    help="Also write the signed audit bundle (as `auditor bundle`) to OUT at the end, and "
+    "record its statement digest in the history; needs --key.",
+)
+@click.option(
+    "--key",
+    "key_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The private key that signs --bundle (auditor keygen).",
+)
+@passphrase_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def audit(
     pipelines: tuple[str, ...],
@@ -105,6 +129,9 @@ def audit(
     review: int | None,
     ray: str | None,
     ray_actors: int | None,
+    bundle_path: Path | None,
+    key_path: Path | None,
+    passphrase_env: str | None,
     quiet: bool,
 ) -> None:
     """Audit pipelines end to end: answer, check every claim, report, record, gate.
@@ -142,6 +169,7 @@ def audit(
         written = [f"{c.name}/{name}" for c in configs for name in per_run]
         check_output_dir(out_dir, "--out", reads, [*AUDIT_FILES, ENGINE_LOG, *written])
         refuse_output_on_input(_history_path(history_path), "--history", reads)
+        signing_key = _bundle_key(bundle_path, key_path, passphrase_env, out_dir, reads)
         # every input is validated before a file is written or an engine started
         run_dirs = plan_audit(
             configs, questions_path, index_dir, out_dir, limit, _history_path(history_path)
@@ -188,6 +216,22 @@ def audit(
             times=times,
         )
     notes = []
+    if bundle_path is not None and signing_key is not None:
+        with times.time("bundle"):
+            notes.append(
+                _write_bundle(
+                    outcome,
+                    bundle_path,
+                    signing_key,
+                    calibration,
+                    labels,
+                    labels_path,
+                    labels_outside,
+                    gates,
+                    index_dir,
+                    _history_path(history_path),
+                )
+            )
     if review:
         notes.append(
             f"review: {review} answers of each pipeline drawn; open "
@@ -201,6 +245,53 @@ def audit(
         click.echo(f"where the time went (wall seconds; also in {out_dir / TIMINGS}):", err=True)
         for line in times.lines():
             click.echo(line, err=True)
+
+
+def _bundle_key(
+    bundle_path: Path | None,
+    key_path: Path | None,
+    passphrase_env: str | None,
+    out_dir: Path,
+    reads: list[Read],
+) -> Ed25519PrivateKey | None:
+    """The key that signs --bundle, read (passphrase asked) before any engine starts, and the
+    bundle's path checked; None without --bundle."""
+    if (bundle_path is None) != (key_path is None):
+        raise BadInput("--bundle and --key go together: give both, or neither")
+    if bundle_path is None or key_path is None:
+        return None
+    check_bundle_output(
+        bundle_path, False, [*reads, Read("--out", out_dir, folder=True)], "--bundle", ""
+    )
+    return load_private_key(key_path, read_passphrase(passphrase_env))
+
+
+def _write_bundle(
+    outcome: AuditOutcome,
+    bundle_path: Path,
+    key: Ed25519PrivateKey,
+    calibration: Calibration | None,
+    labels: list[ReviewLabel] | None,
+    labels_path: Path | None,
+    labels_outside: str,
+    gates: list[Gate],
+    index_dir: Path,
+    history: Path,
+) -> str:
+    """The audit's bundle, and its statement digest in each run's history row."""
+    run_dirs = [run.run_dir for run in outcome.runs]
+    plan = plan_bundle(
+        run_dirs,
+        calibration=calibration,
+        labels=labels,
+        labels_path=labels_path,
+        labels_outside=labels_outside,
+        gates=gates,
+        index_dir=index_dir,
+    )
+    envelope = write_bundle(plan, key, bundle_path)
+    record_statement(history, run_dirs, envelope.statement_sha256)
+    return f"bundle: {bundle_path} (statement sha256 {envelope.statement_sha256})"
 
 
 # make demo's clock (the Makefile's setup recipe writes the file): set-up and ingest ran before

@@ -247,6 +247,7 @@ def history(history_path: Path | None, pipeline: str | None, as_json: bool) -> N
                         "run_dir": r.run_dir,
                         "baseline": r.baseline,
                         "gates_passed": r.gates_passed,
+                        "statement_sha256": r.statement_sha256,
                         "metrics": {k: r.value(k) for k in r.summary.get("metrics", {})},
                     }
                     for r in rows

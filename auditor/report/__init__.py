@@ -24,6 +24,7 @@ from auditor import __version__
 from auditor.claim_rows import Claim, flagged_at, hallucination_score
 from auditor.compare import compare_pair, compare_reviewed, headline, reviewed_headline
 from auditor.errors import BadInput
+from auditor.evidence.extracted import bundle_of
 from auditor.files import utc_now
 from auditor.formatting import format_duration_ms, format_number, format_share
 from auditor.gates import GateResult
@@ -458,8 +459,10 @@ def render_report(
     runs: Sequence[RunArtifacts],
     gate_results: Sequence[GateResult] = (),
     history: Sequence[AuditRow] = (),
+    generated_at: str | None = None,
 ) -> str:
-    """The report's HTML for runs whose summaries were computed (`summarize_run`)."""
+    """The report's HTML for runs whose summaries were computed (`summarize_run`), stamped
+    `generated_at` (default now; a bundle gives the audit's end, for the same bytes)."""
     refuse_shared_names(runs)
     pipelines = [_pipeline_view(run, gate_results, history) for run in runs]
     ranked = sorted(
@@ -571,7 +574,9 @@ def render_report(
         contrasts=contrasts,
         metrics=METRICS,
         key_metrics=KEY_METRICS,
-        generated_at=utc_now(),
+        generated_at=generated_at or utc_now(),
+        # run dirs of an extracted bundle: its statement digest and claimed signers
+        bundle=bundle_of([run.run_dir for run in runs]),
         version=__version__,
         **_review_views(runs),
         script=Markup(script),  # our own static file, never model or document text
