@@ -112,6 +112,7 @@ def demo_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(work)
     for variable in ("AUDITOR_HISTORY", "AUDITOR_PIPELINES"):
         monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AUDITOR_KEY_PASSPHRASE", "tour passphrase")  # the bundle's key
 
     def embedder(config: EmbedderConfig) -> FakeEmbedder:
         return FakeEmbedder(name=config.model)  # the name the pipelines expect of the index
@@ -193,3 +194,8 @@ def test_every_readme_tour_command_runs_after_the_demo(demo_dir: Path) -> None:
     assert (demo_dir / "reports" / "demo" / "report.html").is_file()
     for command in tour_commands():
         _run(command)
+    # the tour ends with a bundle that verifies
+    done = CliRunner().invoke(
+        cli, ["verify", "reports/audit.tar", "--key", "reports/audit.key.pub"]
+    )
+    assert done.exit_code == 0 and "verified" in done.stdout, done.output
