@@ -30,6 +30,9 @@ READERS = {
     "auditor/generate/http_target.py": "an HTTP response body",
     "auditor/verdict_cases.py": "RAGTruth rows for the verdict contrast set (benches)",
     "auditor/testing.py": "the fake judge's prompt",
+    "auditor/evidence/dsse.py": "a bundle's DSSE envelope (Envelope.from_bytes checks each field)",
+    "auditor/evidence/verify.py": "a bundle's signed statement (read_statement checks its type "
+    "and predicate version) and figures compared through canonical JSON",
 }
 PARSERS = {("json", "loads"), ("json", "load")}
 
