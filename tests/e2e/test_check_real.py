@@ -32,7 +32,11 @@ pytestmark = pytest.mark.e2e
 # The shortest hallucinated and the shortest faithful answer of RAGTruth QA dev (passages and
 # answer): one invented addition ("rather than on Form 8829 or Schedule C"), one definition
 # the passages give. Picked by length before any judge saw them.
-RAGTRUTH_PAIR = ("ragtruth-qa-12233-gpt-3.5-turbo-0613", "ragtruth-qa-15254-mistral-7B-instruct")
+# a hallucinated and a clean dev answer that every measured form of the default judge decides
+# right with a wide margin (least p_supported <= 0.15 and >= 0.6 in the 150-answer runs of
+# sentence mode at one and two chunks, bfloat16 and float32), the shortest such: a smoke test
+# of the path, not a measure of the judge (that is bench/agreement.py's)
+RAGTRUTH_PAIR = ("ragtruth-qa-12218-llama-2-13b-chat", "ragtruth-qa-14355-mistral-7B-instruct")
 
 
 @pytest.fixture(scope="module")
