@@ -278,7 +278,11 @@ def test_flagged_first_evidence_marked_next_unmarked_odd_ids_and_the_provisional
         # marks kept by the page's first version (an object keyed by id): not read, no error
         old = {"version": 1, "answers": {sample[0]: {"hallucinated": True, "claims": {}}}}
         key = f"auditor-review:{run_fingerprint(many.manifest)}"
-        page.evaluate("([k, v]) => localStorage.setItem(k, v)", [key, json.dumps(old)])
+        # set before the page's script on the reload: a setItem just before a reload can reach
+        # the browser's storage after the reloaded page read it (seen once on a loaded machine)
+        page.add_init_script(
+            f"localStorage.setItem({json.dumps(key)}, {json.dumps(json.dumps(old))})"
+        )
         page.reload()
         page.wait_for_load_state("load")
         assert page.locator("#review-progress-1").inner_text() == "0 of 20 reviewed"
