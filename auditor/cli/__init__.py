@@ -48,7 +48,22 @@ class AuditorGroup(click.Group):
             return super().invoke(ctx)
         except AuditorError as exc:
             failure = _UsageFailure if exc.exit_code == 2 else click.ClickException
-            raise failure(str(exc)) from exc
+            raise failure(shorten_message(str(exc))) from exc
+
+
+LONGEST_WORD = 160
+
+
+def shorten_message(message: str) -> str:
+    """The error as one readable line: a value a file gave (an id, a name, a note) may be a
+    megabyte long, and echoing it whole buries the fix; each run of characters without a space
+    past LONGEST_WORD keeps its start and end with how much was cut between."""
+    words = message.split(" ")
+    for k, word in enumerate(words):
+        if len(word) > LONGEST_WORD:
+            cut = len(word) - 120
+            words[k] = f"{word[:80]}...({cut:,} characters cut)...{word[-40:]}"
+    return " ".join(words)
 
 
 def refuse_repeated_options(command: click.Command, ctx: click.Context, args: list[str]) -> None:

@@ -221,3 +221,34 @@ def test_judge_settings_are_judge_set_everywhere_with_set_kept_as_an_alias(
     assert done.exit_code == 2, done.output
     assert f"{option} claims:" in done.stderr or f"{option} 'claims'" in done.stderr, done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_megabyte_value_in_an_error_is_cut_to_a_readable_line(tmp_path: Path) -> None:
+    """A 1 MB id in a questions file is named by its start and end, not echoed whole."""
+    questions = tmp_path / "q.jsonl"
+    long_id = "q" * 1_000_000
+    questions.write_text(
+        json.dumps({"id": long_id, "question": "a?"})
+        + "\n"
+        + json.dumps({"id": long_id, "question": "b?"})
+        + "\n",
+        encoding="utf-8",
+    )
+    done = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            "--pipeline",
+            "qwen-0.5b-cpu",
+            "--questions",
+            str(questions),
+            "--index",
+            str(tmp_path / "none"),
+            "--out",
+            str(tmp_path / "run"),
+        ],
+    )
+    assert done.exit_code == 2, done.output
+    line = done.output.strip().splitlines()[-1]
+    assert line.startswith("Error: ") and len(line) < 1_000, line[:300]
+    assert "characters cut" in line
