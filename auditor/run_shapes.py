@@ -12,6 +12,8 @@ checked answer among the records. `bench/fault_probe.py` damages every field to 
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -405,4 +407,21 @@ def check_manifests(
             check_manifest,
             f"remove check.json and checks.jsonl, then check again (auditor check {run_dir})",
         )
+        _refuse_edited_judge(run_dir, check_manifest["judge"])
     return {k: v for k, v in manifest.items() if not (v is None and k in RunManifest.model_fields)}
+
+
+def _refuse_edited_judge(run_dir: Path, judge: dict[str, Any]) -> None:
+    """check.json's judge settings must hash to the `sha256` the check recorded with them
+    (`config.config_sha256`): a threshold edited by hand would change every flag, the judge's
+    agreement and the reviewed rate's weights, while the check's fingerprint stays."""
+    recorded, config = judge.get("sha256"), judge.get("config")
+    if recorded is None or not isinstance(config, dict):
+        return
+    canonical = json.dumps(config, sort_keys=True, separators=(",", ":"))
+    if hashlib.sha256(canonical.encode()).hexdigest() != recorded:
+        raise BadInput(
+            f'{run_dir / "check.json"}: "judge.config" does not hash to "judge.sha256" (the '
+            "settings were edited after the check); put them back, or check again with the "
+            f"settings you want (auditor check {run_dir} --judge-set KEY=VALUE)"
+        )

@@ -116,3 +116,22 @@ def test_a_damaged_review_sample_is_said_on_the_terminal_by_report(
     said = f'{run / "review.json"}: "seed" must be a whole number >= 0'
     assert said in done.stderr and "the review of" in done.stderr
     assert 'class="fail review-problem"' in out.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("command", [["review", "--sample", "4"], ["report", "--out", "REPORT"]])
+def test_a_judge_setting_edited_in_check_json_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    """The threshold decides every flag: edited by hand (its hash kept) it would change the
+    judge's agreement and the rates' weights with the check's fingerprint unchanged."""
+    run = _checked(tmp_path, monkeypatch, count=12)
+    check = json.loads((run / "check.json").read_text(encoding="utf-8"))
+    check["judge"]["config"]["support_threshold"] = 0.99
+    (run / "check.json").write_text(json.dumps(check), encoding="utf-8")
+    argv = [command[0], str(run)] + [
+        str(tmp_path / "r.html") if a == "REPORT" else a for a in command[1:]
+    ]
+    done = CliRunner().invoke(cli, argv)
+    assert done.exit_code == 2, done.output
+    assert '"judge.config" does not hash to "judge.sha256"' in done.stderr
+    assert not (tmp_path / "r.html").exists()
