@@ -101,13 +101,16 @@ class ReviewLabel:
         return self.hallucinated == other.hallucinated and set(self.claims) == set(other.claims)
 
 
-def read_labels(path: Path, needs: tuple[str, ...] = ()) -> list[ReviewLabel]:
+def read_labels(
+    path: Path, needs: tuple[str, ...] = (), *, now: datetime | None = None
+) -> list[ReviewLabel]:
     """Every line of a labels file as a label; BadInput naming file and line on the first bad
     one. `needs`: fields this use requires ("question", "answer"). Spans are checked against
-    the line's answer whenever it has one, for every use."""
+    the line's answer whenever it has one, for every use. `now`: the time no `labelled_at` may
+    be ahead of (default: this machine's clock; `verify` gives the statement's)."""
     labels = []
     for where, data in iter_objects(path, "id and hallucinated"):
-        labels.append(_label(where, data, needs))
+        labels.append(_label(where, data, needs, now=now))
     if not labels:
         raise BadInput(f"{path}: no labels; one JSON object per line with id and hallucinated")
     return labels
@@ -170,7 +173,9 @@ def _with_lines(label: ReviewLabel, lines: tuple[str, ...]) -> ReviewLabel:
     return replace(label, lines=lines)
 
 
-def _label(where: str, data: dict[str, Any], needs: tuple[str, ...]) -> ReviewLabel:
+def _label(
+    where: str, data: dict[str, Any], needs: tuple[str, ...], *, now: datetime | None = None
+) -> ReviewLabel:
     ident = unique_id(where, data.get("id"), {})
     hallucinated = data.get("hallucinated")
     if not isinstance(hallucinated, bool):
@@ -204,7 +209,7 @@ def _label(where: str, data: dict[str, Any], needs: tuple[str, ...]) -> ReviewLa
         fingerprint=_optional_text(where, data, "fingerprint", "the run's fingerprint"),
         where=where,
         reviewer=_name(where, data.get("reviewer")),
-        labelled_at=_when(where, data.get("labelled_at")),
+        labelled_at=_when(where, data.get("labelled_at"), now=now),
         role=str(role),
         check_fingerprint=_optional_text(
             where, data, "check_fingerprint", "the check's fingerprint"
@@ -292,9 +297,9 @@ def _name(where: str, value: Any) -> str | None:
     return value.strip()
 
 
-def _when(where: str, value: Any) -> str | None:
-    """`labelled_at` as written, once it is a real ISO 8601 time with a zone, not ahead of this
-    machine's clock; kept as UTC ISO text so that times compare as times."""
+def _when(where: str, value: Any, *, now: datetime | None = None) -> str | None:
+    """`labelled_at` as written, once it is a real ISO 8601 time with a zone, not ahead of `now`
+    (default: this machine's clock); kept as UTC ISO text so that times compare as times."""
     if value is None:
         return None
     fix = 'write it as ISO 8601 with a zone, e.g. "2026-12-07T09:30:00Z"'
@@ -307,9 +312,12 @@ def _when(where: str, value: Any) -> str | None:
     if moment.tzinfo is None:
         raise BadInput(f'{where}: "labelled_at" {value!r} has no time zone; {fix}')
     moment = moment.astimezone(UTC)
-    if moment > datetime.now(UTC) + FUTURE_SLACK:
+    if moment > (datetime.now(UTC) if now is None else now) + FUTURE_SLACK:
         raise BadInput(
             f'{where}: "labelled_at" {value!r} is in the future on this machine; fix the '
             "reviewer's clock or the line"
+            if now is None
+            else f'{where}: "labelled_at" {value!r} is after {now.isoformat()}, the time the '
+            "labels are read as of"
         )
     return moment.isoformat().replace("+00:00", "Z")

@@ -27,6 +27,7 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -258,11 +259,12 @@ def write_review(run_dir: Path, sample: ReviewSample, earlier: dict[str, Any] | 
     write_json_atomic(run_dir / REVIEW, sample.to_json())
 
 
-def read_review_labels(path: Path) -> list[ReviewLabel]:
+def read_review_labels(path: Path, *, now: datetime | None = None) -> list[ReviewLabel]:
     """Every label of a labels file (`auditor.labels.read_labels`), settled per pipeline and
     answer as far as the file alone can say (`settle`); `assign_labels` settles again once
-    each label's pipeline is known."""
-    labels = read_labels(path)
+    each label's pipeline is known. `now`: no `labelled_at` may be ahead of it (default: this
+    machine's clock)."""
+    labels = read_labels(path, now=now)
     settle(labels, key=lambda label: (label.pipeline, label.id))  # refuse early, in file order
     return labels
 

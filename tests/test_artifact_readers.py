@@ -33,6 +33,8 @@ READERS = {
     "auditor/evidence/dsse.py": "a bundle's DSSE envelope (Envelope.from_bytes checks each field)",
     "auditor/evidence/verify.py": "a bundle's signed statement (read_statement checks its type "
     "and predicate version) and figures compared through canonical JSON",
+    "auditor/evidence/extracted.py": "what a report shows, compared with the statement through "
+    "canonical JSON",
 }
 PARSERS = {("json", "loads"), ("json", "load")}
 

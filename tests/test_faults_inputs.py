@@ -11,14 +11,19 @@ import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from auditor.cli import cli
-from auditor.review import check_fingerprint, run_fingerprint
+from auditor.evidence.build import plan_bundle, write_bundle
+from auditor.evidence.keys import generate_key, load_private_key
+from auditor.review import check_fingerprint, read_review_labels, run_fingerprint
 from auditor.testing import FakeEmbedder, FakeJudge
 from tests.conftest import REPO
+from tests.evidence.conftest import PASSPHRASE
+from tests.evidence.test_verify_resigned import resign
 
 pytestmark = pytest.mark.faults
 
@@ -416,6 +421,45 @@ def _recheck(run: Path) -> None:
     assert done.exit_code == 0, done.output
 
 
+def _resigned(
+    change: Callable[[dict[str, bytes], dict[str, Any]], None], labelled: bool = False
+) -> Callable[[Path], list[str]]:
+    """`verify` of a bundle of a reviewed run (with its labels, `labelled`) that its own key
+    signed again after `change(payload, predicate)` (tests/evidence/test_verify_resigned.py)."""
+
+    def make(tmp: Path) -> list[str]:
+        run = _reviewed_run(tmp)
+        labels = None
+        if labelled:
+            labels = _write(tmp / "l.jsonl", "".join(_page_line(run, i) for i in _drawn_ids(run)))
+        key = tmp / "k"
+        generate_key(key, PASSPHRASE.encode())
+        plan = plan_bundle(
+            [run], labels=None if labels is None else read_review_labels(labels), labels_path=labels
+        )
+        write_bundle(plan, load_private_key(key, PASSPHRASE.encode()), tmp / "a.tar")
+        resign(tmp / "a.tar", key, tmp / "a.tar", change)
+        return ["verify", str(tmp / "a.tar"), "--key", f"{key}.pub"]
+
+    return make
+
+
+def _report_added(payload: dict[str, bytes], predicate: dict[str, Any]) -> None:
+    payload["data/report.html"] = b"<p>hallucinated claims: 3.9 %</p>\n"
+
+
+def _judge_renamed(payload: dict[str, bytes], predicate: dict[str, Any]) -> None:
+    predicate["runs"][0]["judge"]["identity"]["name"] = "gpt-4o"
+
+
+def _labels_after_the_end(payload: dict[str, bytes], predicate: dict[str, Any]) -> None:
+    """Labels dated 2099: after the statement's audit end, whatever this machine's clock."""
+    rows = [json.loads(line) for line in payload["data/labels/labels.jsonl"].splitlines()]
+    stamp = "2099-01-01T00:00:00Z"
+    lines = "".join(json.dumps(row | {"labelled_at": stamp}) + "\n" for row in rows)
+    payload["data/labels/labels.jsonl"] = lines.encode()
+
+
 def _examples_on_checked(tmp: Path) -> list[str]:
     run = _good_run(tmp)
     examples = _write(
@@ -584,6 +628,10 @@ CASES = [
     Case("review.json after a lost check row", _review_labels(lambda run, ids: _page_line(run, ids[0]), prepare=_lose_last_check), 2, "is no longer among"),
     Case("review.json of an earlier check", _review_labels(lambda run, ids: _page_line(run, ids[0]), prepare=_recheck), 2, "(checked again)"),
     Case("check a checked run with other examples", _examples_on_checked, 2, "re-check into a new run dir that shares its records: add --out NEW_DIR"),
+    # verify (issue 48)
+    Case("verify: a report its own key added and signed again", _resigned(_report_added), 1, "data/report.html: in the bundle, but no field of the statement is computed from it"),
+    Case("verify: another judge, signed again by its own key", _resigned(_judge_renamed), 1, "runs[run].judge.identity.name: 'gpt-4o' in the statement, 'fake-judge' recomputed"),
+    Case("verify: labels dated after the statement's signing", _resigned(_labels_after_the_end, labelled=True), 1, "the time the labels are read as of"),
 ]  # fmt: skip
 
 

@@ -126,10 +126,10 @@ def bundle(
 ) -> None:
     """Bundle checked run dirs into one signed, self-verifying archive.
 
-    A BagIt bag in a plain tar: the run dirs, the report, the labels and calibration the
-    figures used, the index manifest, the questions; and an in-toto statement of every file's
-    sha256 and the audit's figures, signed in a DSSE envelope. The same inputs give the same
-    bytes. Verify with `auditor verify OUT --key KEY.pub`.
+    A BagIt bag in a plain tar: the run dirs' records, the labels and calibration the figures
+    used, the index manifest, the questions; and an in-toto statement of every file's sha256
+    and the audit's figures, signed in a DSSE envelope. The same inputs give the same bytes.
+    Verify with `auditor verify OUT --key KEY.pub`.
     """
     gates = [parse_gate(text) for text in gate_texts]
     calibration = load_calibration_option(calibration_name)
@@ -208,7 +208,8 @@ def sign(bundle_path: Path, key_path: Path, role: str, passphrase_env: str | Non
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
 def verify(bundle_path: Path, key_paths: tuple[Path, ...], as_json: bool) -> None:
     """Verify a bundle offline: safe members, every signature against the keys given, every
-    file's digest, the file set, and the figures computed again from the bundle's files.
+    file's digest, the file set, and every field of the statement computed again from the
+    bundle's records.
 
     Prints one line per signer (fingerprint, role, time) and `verified`; else one line naming
     the first file, field or signature that fails, exit code 1 (2 on bad input).
@@ -238,7 +239,7 @@ def verify(bundle_path: Path, key_paths: tuple[Path, ...], as_json: bool) -> Non
     for signer in done.signers:
         click.echo(f"signer {signer.keyid} {signer.role} {signer.signed_at} ({signer.key})")
     click.echo(
-        f"verified: statement sha256 {done.statement_sha256}; {done.files} files; figures of "
-        f"{len(done.predicate['runs'])} run(s) recomputed (signing times are the signers' own "
-        "clocks: a signature proves who, not when)"
+        f"verified: statement sha256 {done.statement_sha256}; {done.files} files; every field "
+        f"computed again from the records of {len(done.predicate['runs'])} run(s) (signing "
+        "times are the signers' own clocks: a signature proves who, not when)"
     )

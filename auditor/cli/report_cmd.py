@@ -17,6 +17,7 @@ from auditor.cli.options import (
     load_calibration_option,
     load_labels_option,
 )
+from auditor.evidence.extracted import bundle_inputs
 from auditor.files import Read, check_output_file, refuse_output_on_input
 from auditor.gates import parse_gate
 from auditor.history import accept_baseline, default_history_path, list_audits
@@ -191,9 +192,27 @@ def report(
     """Render one self-contained HTML report from run dirs (no engine needed).
 
     Each RUN_DIR is a dir written by `auditor run` + `auditor check`, `auditor audit`, or
-    `auditor check --answers`. Writes summary.json in each and the report to --out.
+    `auditor check --answers`. Writes summary.json in each and the report to --out. Run dirs
+    of an extracted bundle (BAG/data/runs/*) take the bundle's labels, calibration and gates
+    unless given, and the report says whether it shows what the bundle's statement signed.
     """
 
+    # run dirs of an extracted bundle: its labels, calibration and gates unless given, so that
+    # the report shows the figures its statement signed (the report says where it does not)
+    signed = bundle_inputs(run_dirs)
+    if signed is not None:
+        taken = []
+        if labels_path is None and signed.labels is not None:
+            labels_path, labels_outside = signed.labels, signed.labels_outside
+            taken.append(f"--labels {labels_path}")
+        if calibration_name is None and signed.calibration is not None:
+            calibration_name = str(signed.calibration)
+            taken.append(f"--calibration {calibration_name}")
+        if not gate_texts and signed.gates:
+            gate_texts = tuple(signed.gates)
+            taken += [f"--gate '{text}'" for text in gate_texts]
+        if taken:
+            click.echo(f"from the bundle's statement: {' '.join(taken)}")
     gates = [parse_gate(text) for text in gate_texts]
     calibration = load_calibration_option(calibration_name)
     labels = load_labels_option(labels_path)

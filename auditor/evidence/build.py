@@ -1,53 +1,52 @@
 """`auditor bundle`: plan a bundle (every input read and checked, nothing written), then write
 it: the bag's files, the statement over them, the bundler's signature, one tar.
 
-Same inputs, same bytes: the report and each summary.json are stamped with the audit's end
-time (not the clock), the bundler's signature carries that time too, every tar header has it as
+The bag holds records only (nothing derived: no summary.json, no report; `auditor report`
+renders them from the records), and the predicate is computed from the bag's files by
+`statement.predicate`, the function `verify` computes it again with. Same inputs, same bytes:
+the bundler's signature carries the audit's end (not the clock), every tar header has it as
 mtime, and Ed25519 signatures are deterministic.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
 import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from auditor import __version__
 from auditor.calibrate import Calibration
 from auditor.errors import BadInput
 from auditor.evidence.bag import ENVELOPE, bag_tag_files, tar_bytes
 from auditor.evidence.canonical import canonical_json
 from auditor.evidence.dsse import PAYLOAD_TYPE, Envelope, sign_payload
-from auditor.evidence.figures import gate_results, headline_figures, summarize_runs
-from auditor.evidence.statement import merkle_root, run_predicate, statement
+from auditor.evidence.figures import summarize_runs
+from auditor.evidence.statement import (
+    BAG_AGENT,
+    CALIBRATION,
+    LABELS,
+    RUN_FILES,
+    index_folder,
+    predicate,
+    questions_name,
+    run_folder,
+    statement,
+)
 from auditor.files import Read, check_output_file
 from auditor.gates import Gate
 from auditor.ingest.manifest import MANIFEST_NAME, read_manifest
-from auditor.report import refuse_shared_names, render_report
-from auditor.results import SUMMARY, RunArtifacts, load_run
-from auditor.review import REVIEW, ReviewLabel, read_review
-from auditor.store import CHECK_MANIFEST, CHECKS, MANIFEST, RECORDS
-from auditor.versions import package_versions
+from auditor.report import refuse_shared_names
+from auditor.results import RunArtifacts, load_run
+from auditor.review import ReviewLabel
+from auditor.store import CHECK_MANIFEST, MANIFEST
 
 __all__ = ["RUN_FILES", "BundlePlan", "plan_bundle", "write_bundle", "write_file_atomic"]
-
-# what a run dir contributes (engine.log, third-party output, is left out); summary.json is the
-# one computed at bundling, from these
-RUN_FILES = (MANIFEST, RECORDS, CHECKS, CHECK_MANIFEST, REVIEW)
-REPORT = "data/report.html"
-LABELS = "data/labels/labels.jsonl"
-CALIBRATION = "data/calibration/calibration.json"
-EVIDENCE_PACKAGES = ("cryptography", "rfc8785")
 
 
 @dataclass
@@ -113,12 +112,12 @@ def _checked_run(run_dir: Path) -> RunArtifacts:
 
 def _knowledge_base(
     run: RunArtifacts, index_dir: Path | None, with_documents: bool, payload: dict[str, bytes]
-) -> dict[str, Any] | None:
-    """The run's index manifest (and documents) into `payload`, and what the predicate says of
-    it; None for answers imported without an index."""
+) -> None:
+    """The run's index manifest (and documents) into `payload`, each checked against what the
+    run recorded; nothing for answers imported without an index."""
     section = run.manifest.get("index") or {}
     if not section.get("manifest_sha256"):
-        return None
+        return
     where = index_dir or Path(str(section.get("path")))
     path = where / MANIFEST_NAME
     if not path.is_file():
@@ -133,9 +132,8 @@ def _knowledge_base(
             "re-ingested?); give that index's dir with --index"
         )
     manifest = read_manifest(where)  # validated as ingest wrote it
-    folder = f"data/index/{section['manifest_sha256'][:16]}"
+    folder = index_folder(section["manifest_sha256"])
     payload[f"{folder}/{MANIFEST_NAME}"] = data
-    documents = [(doc.path, doc.sha256) for doc in manifest.documents]
     if with_documents:
         corpus = Path(manifest.corpus_dir)
         for doc in manifest.documents:
@@ -149,34 +147,18 @@ def _knowledge_base(
                     f"{path}); bundle without --with-documents, or re-ingest and audit again"
                 )
             payload[f"{folder}/documents/{relative.as_posix()}"] = content
-    return {
-        "index_manifest": f"{folder}/{MANIFEST_NAME}",
-        "manifest_sha256": section["manifest_sha256"],
-        "documents": len(documents),
-        "chunks": section.get("chunks"),
-        "embedder": section.get("embedder"),
-        "documents_merkle_root": merkle_root(documents),
-        "documents_included": with_documents,
-    }
 
 
-def _questions_file(run: RunArtifacts, payload: dict[str, bytes]) -> str | None:
-    """The question set as asked, when it is still where the run read it, unchanged."""
+def _questions_file(run: RunArtifacts, payload: dict[str, bytes]) -> None:
+    """The question set as asked into `payload`, when it is still where the run read it,
+    unchanged (the digest in the predicate still names the set asked otherwise)."""
     section = run.manifest.get("questions") or {}
     path, digest = section.get("path"), section.get("sha256")
     if not path or not digest or not Path(path).is_file():
-        return None
+        return
     data = _read(Path(path), "the questions")
-    if _sha256(data) != digest:
-        return None  # the digest in the predicate still names the set asked
-    name = f"data/questions/{digest[:16]}.jsonl"
-    payload[name] = data
-    return name
-
-
-def _summary_bytes(summary: dict[str, Any]) -> bytes:
-    """summary.json as `write_json_atomic` writes it."""
-    return (json.dumps(summary, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    if _sha256(data) == digest:
+        payload[questions_name(digest)] = data
 
 
 def plan_bundle(
@@ -194,71 +176,27 @@ def plan_bundle(
     runs = [_checked_run(run_dir) for run_dir in run_dirs]
     refuse_shared_names(runs)
     results = summarize_runs(runs, calibration, labels, labels_path, labels_outside, gates)
-    times = [
-        stamp
-        for run in runs
-        for stamp in (
-            run.manifest.get("finished_at"),
-            (run.check_manifest or {}).get("finished_at"),
-        )
-        if stamp
-    ]
-    audit_end = max(times, key=epoch_of) if times else "1970-01-01T00:00:00+00:00"
-    starts = [s for run in runs for s in (run.manifest.get("started_at"),) if s]
-    audit_start = min(starts, key=epoch_of) if starts else None
     payload: dict[str, bytes] = {}
-    predicate_runs = []
     for run in runs:
-        run.summary["generated_at"] = audit_end  # the same bytes for the same inputs
-        folder = f"data/runs/{run.name}"
+        folder = run_folder(run.name)
         for name in RUN_FILES:
             if (run.run_dir / name).is_file():
                 payload[f"{folder}/{name}"] = _read(run.run_dir / name, name)
-        payload[f"{folder}/{SUMMARY}"] = _summary_bytes(run.summary)
-        predicate_runs.append(
-            run_predicate(
-                run,
-                folder,
-                headline_figures(run),
-                _knowledge_base(run, index_dir, with_documents, payload),
-                _questions_file(run, payload),
-                read_review(run.run_dir),
-            )
-        )
-    payload[REPORT] = render_report(runs, results, generated_at=audit_end).encode("utf-8")
+        _knowledge_base(run, index_dir, with_documents, payload)
+        _questions_file(run, payload)
     if labels_path is not None and labels:
         payload[LABELS] = _read(labels_path, "the labels")
     if calibration is not None:
         payload[CALIBRATION] = _read(calibration.path, "the calibration")
-    versions = package_versions()
-    for name in EVIDENCE_PACKAGES:
-        with contextlib.suppress(metadata.PackageNotFoundError):
-            versions[name] = metadata.version(name)
-    predicate = {
-        "audit_period": {"start": audit_start, "end": audit_end},
-        "runs": predicate_runs,
-        "report": REPORT,
-        "labels": None
-        if LABELS not in payload
-        else {
-            "file": LABELS,
-            "sha256": _sha256(payload[LABELS]),
-            "count": len(labels or []),
-            "outside_sample": labels_outside,
-        },
-        "calibration": None
-        if calibration is None
-        else {
-            "file": CALIBRATION,
-            "sha256": _sha256(payload[CALIBRATION]),
-            "name": calibration.label,
-            "threshold": calibration.data.get("threshold"),
-            "domain": calibration.domain,
-        },
-        "gates": gate_results(results),
-        "tool": {"name": "auditor", "version": __version__, "packages": versions},
-    }
-    return BundlePlan(payload, predicate, audit_end, runs)
+    found = predicate(
+        runs,
+        payload,
+        results,
+        labels if LABELS in payload else None,
+        labels_outside,
+        calibration,
+    )
+    return BundlePlan(payload, found, found["audit_period"]["end"], runs)
 
 
 def write_file_atomic(path: Path, data: bytes) -> None:
@@ -297,7 +235,7 @@ def bundle_files(plan: BundlePlan, envelope: Envelope) -> dict[str, bytes]:
 
 
 def _subjects(plan: BundlePlan) -> dict[str, bytes]:
-    tags = bag_tag_files(plan.payload, f"auditor {__version__}", plan.audit_end[:10])
+    tags = bag_tag_files(plan.payload, BAG_AGENT, plan.audit_end[:10])
     return {**plan.payload, **tags}
 
 

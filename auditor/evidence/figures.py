@@ -13,7 +13,17 @@ from auditor.gates import Gate, GateResult, evaluate_gates, parse_gate
 from auditor.results import RunArtifacts, summarize_run
 from auditor.review import ReviewLabel, assign_labels
 
-__all__ = ["compare", "gate_results", "headline_figures", "summarize_runs"]
+__all__ = ["MISSING", "compare", "gate_results", "gates_of", "headline_figures", "summarize_runs"]
+
+
+class _Missing:
+    """A field one side of a comparison does not have (unlike a field that is null)."""
+
+    def __repr__(self) -> str:
+        return "no such field"
+
+
+MISSING: Any = _Missing()
 
 
 def summarize_runs(
@@ -70,16 +80,29 @@ def gates_of(recorded: Sequence[dict[str, Any]]) -> list[Gate]:
 
 def compare(recorded: Any, computed: Any, where: str) -> str | None:
     """The first field where `recorded` (the statement's) and `computed` differ, with both
-    values (None: equal). Numbers compare by value: canonical JSON writes 2.0 as 2."""
+    values (None: equal); a field only one side has is named as such. Numbers compare by
+    value: canonical JSON writes 2.0 as 2."""
+    if recorded is MISSING and computed is not MISSING:
+        return f"{where}: not in the statement, {computed!r} recomputed"
+    if computed is MISSING and recorded is not MISSING:
+        return (
+            f"{where}: {recorded!r} in the statement, a field no file of the bundle gives "
+            "(verify checks every field)"
+        )
     if isinstance(recorded, dict) and isinstance(computed, dict):
         for key in sorted(recorded.keys() | computed.keys()):
-            found = compare(recorded.get(key), computed.get(key), f"{where}.{key}")
+            found = compare(
+                recorded.get(key, MISSING), computed.get(key, MISSING), f"{where}.{key}"
+            )
             if found:
                 return found
         return None
     if isinstance(recorded, list) and isinstance(computed, list):
         if len(recorded) != len(computed):
-            return f"{where}: {len(recorded)} entries in the statement, {len(computed)} recomputed"
+            return (
+                f"{where}: {len(recorded)} entries in the statement, {len(computed)} "
+                "recomputed from the bundle's files"
+            )
         for n, (one, other) in enumerate(zip(recorded, computed, strict=True)):
             found = compare(one, other, f"{where}[{n}]")
             if found:

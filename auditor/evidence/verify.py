@@ -4,8 +4,13 @@ In order, stopping at the first failure (`VerificationFailed`, exit 1, one line 
 every tar member is safe (before anything is extracted), the envelope is there, every
 signature holds under a key given (never a key shipped in the bundle) and every key given
 signed, the statement is ours, the bundle's files are exactly the statement's subjects with
-their digests, and the figures computed again from the bundle's records, checks, labels and
-calibration equal the statement's. A bundle of a newer predicate version is bad input (exit 2).
+their digests, the BagIt tag files are what the payload gives, the payload holds records only
+(each run the predicate names and no other, nothing derived), and the whole predicate computed
+again from those records (`statement.predicate`: the code `bundle` computed it with) equals
+the signed one, field by field. So a key holder cannot sign a figure, a reviewer, a judge or a
+file list that the bundle's records do not give. Labels are read as of the statement's audit
+end (the bundler's signing time), not the verifier's clock. A bundle of a newer predicate
+version is bad input (exit 2).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import json
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,26 +28,37 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from auditor.calibrate import load_calibration
 from auditor.errors import AuditorError, BadInput
-from auditor.evidence.bag import ENVELOPE, BagError, extract_to, read_tar
+from auditor.evidence.bag import ENVELOPE, BagError, bag_tag_files, extract_to, read_tar
 from auditor.evidence.canonical import canonical_json
 from auditor.evidence.dsse import PAYLOAD_TYPE, Envelope, EnvelopeError
-from auditor.evidence.figures import (
-    compare,
-    gate_results,
-    gates_of,
-    headline_figures,
-    summarize_runs,
-)
+from auditor.evidence.figures import MISSING, compare, gates_of, summarize_runs
 from auditor.evidence.keys import fingerprint
 from auditor.evidence.statement import (
+    BAG_AGENT,
+    CALIBRATION,
+    LABELS,
     PREDICATE_VERSION,
+    RUN_FILES,
     STATEMENT_TYPE,
+    BagMismatch,
+    accounted_files,
+    moment,
+    predicate,
     predicate_version,
 )
-from auditor.results import load_run
-from auditor.review import read_review_labels
+from auditor.results import SUMMARY, load_run
+from auditor.review import OUTSIDE_SAMPLE, read_review_labels
 
-__all__ = ["Signer", "VerificationFailed", "Verified", "read_bundle", "verify_bundle"]
+__all__ = [
+    "Signer",
+    "VerificationFailed",
+    "Verified",
+    "check_contents",
+    "check_subjects",
+    "read_bundle",
+    "read_statement",
+    "verify_bundle",
+]
 
 
 class VerificationFailed(AuditorError):
@@ -174,43 +191,136 @@ def check_subjects(path: Path, files: dict[str, bytes], subjects: list[Any]) -> 
             raise VerificationFailed(f"{path}: {name}: changed (sha256 differs from the statement)")
 
 
-def _check_figures(path: Path, files: dict[str, bytes], predicate: dict[str, Any]) -> None:
-    """The figures computed again, by the audit's own code, from the bundle's files."""
-    referenced = [str(run.get("run_dir")) + "/manifest.json" for run in predicate["runs"]]
-    referenced += [str(predicate[k]["file"]) for k in ("labels", "calibration") if predicate.get(k)]
-    for name in referenced:
-        if name not in files:  # every file the figures are computed from is a checked subject
-            raise VerificationFailed(f"{path}: the statement names {name}, not in the bundle")
+def _check_tag_files(path: Path, files: dict[str, bytes], end: str) -> None:
+    """The BagIt tag files must be what the payload (data/...) gives, byte for byte, and
+    nothing else may lie outside data/."""
+    payload = {name: data for name, data in files.items() if name.startswith("data/")}
+    tags = bag_tag_files(payload, BAG_AGENT, end[:10])
+    for name in sorted((files.keys() - payload.keys() - {ENVELOPE}) | tags.keys()):
+        if name not in tags:
+            raise VerificationFailed(
+                f"{path}: {name}: outside data/ and not a BagIt tag file; a bundle holds none"
+            )
+        if files.get(name) != tags[name]:
+            raise VerificationFailed(
+                f"{path}: {name}: not the BagIt tag file the payload gives (written from the "
+                "payload's files and the audit's end)"
+            )
+
+
+def _run_folders(path: Path, payload: dict[str, bytes], runs: list[Any]) -> list[str]:
+    """The run folders the predicate names, in its order; every run in the bag is one of them,
+    and each holds records only."""
+    named = [str(run.get("run_dir")) if isinstance(run, dict) else "" for run in runs]
+    if len(set(named)) != len(named):
+        raise VerificationFailed(f"{path}: the statement's predicate names a run twice")
+    found: set[str] = set()
+    for name in sorted(payload):
+        parts = name.split("/")
+        if parts[:2] != ["data", "runs"]:
+            continue
+        if len(parts) != 4:
+            raise VerificationFailed(f"{path}: {name}: not a file of a run dir's records")
+        folder = "/".join(parts[:3])
+        found.add(folder)
+        if parts[3] not in RUN_FILES:
+            derived = parts[3] in (SUMMARY, "report.html")
+            raise VerificationFailed(
+                f"{path}: {name}: "
+                + (
+                    "derived from the records, which verify cannot check as signed; a bundle "
+                    "holds none (`auditor report` renders it from the records)"
+                    if derived
+                    else "not a record of a run dir (" + ", ".join(RUN_FILES) + ")"
+                )
+            )
+    if extra := sorted(found - set(named)):
+        raise VerificationFailed(
+            f"{path}: {extra[0]}: a run in the bundle that the statement's predicate omits"
+        )
+    if missing := [n for n in named if n not in found]:
+        raise VerificationFailed(
+            f"{path}: {missing[0]}: a run the statement names, not in the bundle"
+        )
+    return named
+
+
+def _as_of(path: Path, recorded: dict[str, Any]) -> datetime:
+    """The statement's audit end (the bundler's signing time): the time its labels are read as
+    of, instead of this machine's clock."""
+    period = recorded.get("audit_period")
+    end = period.get("end") if isinstance(period, dict) else None
+    when = moment(end)
+    if when is None:
+        raise VerificationFailed(
+            f"{path}: the statement's audit_period.end {end!r} is not a time with a zone"
+        )
+    return when
+
+
+def check_contents(path: Path, files: dict[str, bytes], recorded: dict[str, Any]) -> None:
+    """The whole predicate computed again from the bag's records, by the code `bundle` used,
+    compared with the signed one field by field; then every payload file must be one the
+    predicate is computed from."""
+    runs = recorded.get("runs")
+    if not isinstance(runs, list) or not runs:
+        raise VerificationFailed(f"{path}: the statement's predicate names no run")
+    as_of = _as_of(path, recorded)
+    payload = {name: data for name, data in files.items() if name.startswith("data/")}
+    folders = _run_folders(path, payload, runs)
+    _check_tag_files(path, files, str(recorded["audit_period"]["end"]))
+    recorded_labels = recorded.get("labels")
+    outside = (
+        recorded_labels.get("outside_sample", "refuse")
+        if isinstance(recorded_labels, dict)
+        else "refuse"
+    )
+    if outside not in OUTSIDE_SAMPLE:
+        raise VerificationFailed(
+            f"{path}: labels.outside_sample {outside!r} in the statement is none of "
+            + ", ".join(OUTSIDE_SAMPLE)
+        )
     with tempfile.TemporaryDirectory(prefix="auditor-verify-") as tmp:
         root = Path(tmp)
-        extract_to(files, root)
+        extract_to(payload, root)
         try:
-            calibration = predicate.get("calibration")
-            labels = predicate.get("labels")
-            runs = [load_run(root / str(run["run_dir"])) for run in predicate["runs"]]
+            loaded = [load_run(root / folder) for folder in folders]
+            labels = read_review_labels(root / LABELS, now=as_of) if LABELS in payload else None
+            calibration = load_calibration(root / CALIBRATION) if CALIBRATION in payload else None
             results = summarize_runs(
-                runs,
-                None
-                if not calibration
-                else load_calibration(root / calibration["file"], calibration.get("name") or ""),
-                None if not labels else read_review_labels(root / labels["file"]),
-                None if not labels else root / labels["file"],
-                "refuse" if not labels else str(labels.get("outside_sample", "refuse")),
-                gates_of(predicate.get("gates") or []),
+                loaded,
+                calibration,
+                labels,
+                root / LABELS if labels else None,
+                outside,
+                gates_of(recorded.get("gates") or []),
             )
-        except (AuditorError, KeyError, TypeError) as exc:
+            computed = json.loads(
+                canonical_json(predicate(loaded, payload, results, labels, outside, calibration))
+            )
+        except BagMismatch as exc:
+            raise VerificationFailed(f"{path}: {exc}") from exc
+        except (AuditorError, KeyError, TypeError, ValueError) as exc:
+            said = str(exc).replace(f"{root}/", "").replace(str(root), ".")
             raise VerificationFailed(
-                f"{path}: the figures cannot be computed again from the bundle ({exc})"
+                f"{path}: the statement cannot be computed again from the bundle's files ({said})"
             ) from exc
-        for recorded, run in zip(predicate["runs"], runs, strict=True):
-            computed = json.loads(canonical_json(headline_figures(run)))
-            problem = compare(recorded.get("figures"), computed, f"runs[{run.name}].figures")
-            if problem:
-                raise VerificationFailed(f"{path}: {problem}")
-        computed_gates = json.loads(canonical_json(gate_results(results)))
-        problem = compare(predicate.get("gates"), computed_gates, "gates")
+    for mine, theirs in zip(runs, computed["runs"], strict=True):
+        name = theirs["pipeline"]
+        problem = compare(mine, theirs, f"runs[{name}]")
         if problem:
             raise VerificationFailed(f"{path}: {problem}")
+    for key in sorted(recorded.keys() | computed.keys()):
+        if key != "runs" and (
+            problem := compare(recorded.get(key, MISSING), computed.get(key, MISSING), key)
+        ):
+            raise VerificationFailed(f"{path}: {problem}")
+    accounted = accounted_files(computed, payload)
+    if unaccounted := sorted(payload.keys() - accounted):
+        raise VerificationFailed(
+            f"{path}: {unaccounted[0]}: in the bundle, but no field of the statement is computed "
+            "from it (a bundle holds the audit's records only)"
+        )
 
 
 def verify_bundle(path: Path, keys: Sequence[tuple[str, Ed25519PublicKey]]) -> Verified:
@@ -221,8 +331,5 @@ def verify_bundle(path: Path, keys: Sequence[tuple[str, Ed25519PublicKey]]) -> V
         path, envelope.payload
     )  # the payload bytes the signatures were checked on
     check_subjects(path, files, data["subject"])
-    runs = data["predicate"].get("runs")
-    if not isinstance(runs, list) or not runs:
-        raise VerificationFailed(f"{path}: the statement's predicate names no run")
-    _check_figures(path, files, data["predicate"])
+    check_contents(path, files, data["predicate"])
     return Verified(envelope.statement_sha256, signers, len(files), data["predicate"])

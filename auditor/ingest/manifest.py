@@ -21,6 +21,7 @@ __all__ = [
     "EmbedderEntry",
     "IndexManifest",
     "RejectedEntry",
+    "parse_manifest",
     "read_manifest",
 ]
 
@@ -100,8 +101,24 @@ def read_manifest(index_dir: Path) -> IndexManifest:
             f"{path}: missing, so {index_dir} is not an index; run `auditor ingest CORPUS_DIR --index {index_dir}`"
         )
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: corrupt index manifest ({exc}); re-ingest with --rebuild") from exc
+    manifest = parse_manifest(text, str(path))
+    if not (index_dir / manifest.generation).is_dir():
+        raise BadInput(
+            f"{index_dir / manifest.generation}: missing index data named by {path}; "
+            "re-ingest with --rebuild"
+        )
+    return manifest
+
+
+def parse_manifest(text: str, path: str) -> IndexManifest:
+    """An index manifest's text (`path` names it) validated; BadInput naming it otherwise. A
+    bundle's copy is read with this alone (it holds no index data)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise BadInput(f"{path}: corrupt index manifest ({exc}); re-ingest with --rebuild") from exc
     version = data.get("schema_version") if isinstance(data, dict) else None
     if version != SCHEMA_VERSION:
@@ -117,9 +134,4 @@ def read_manifest(index_dir: Path) -> IndexManifest:
         raise BadInput(
             f"{path}: corrupt index manifest ({where}: {first['msg']}); re-ingest with --rebuild"
         ) from exc
-    if not (index_dir / manifest.generation).is_dir():
-        raise BadInput(
-            f"{index_dir / manifest.generation}: missing index data named by {path}; "
-            "re-ingest with --rebuild"
-        )
     return manifest

@@ -575,8 +575,9 @@ def render_report(
         metrics=METRICS,
         key_metrics=KEY_METRICS,
         generated_at=generated_at or utc_now(),
-        # run dirs of an extracted bundle: its statement digest and claimed signers
-        bundle=bundle_of([run.run_dir for run in runs]),
+        # run dirs of an extracted bundle: its statement digest and claimed signers, or where
+        # what this report shows is not what the statement signed
+        bundle=bundle_of(runs, gate_results),
         version=__version__,
         **_review_views(runs),
         script=Markup(script),  # our own static file, never model or document text

@@ -74,7 +74,7 @@ def test_the_same_command_twice_gives_the_same_bytes(
     assert len({m.mtime for m in members}) == 1
 
 
-def test_the_bag_holds_runs_report_index_and_questions_and_bagit_validates_it(
+def test_the_bag_holds_records_index_and_questions_and_bagit_validates_it(
     bundled: Path, tmp_path: Path
 ) -> None:
     bagit = pytest.importorskip("bagit")
@@ -84,12 +84,13 @@ def test_the_bag_holds_runs_report_index_and_questions_and_bagit_validates_it(
         "bag-info.txt",
         "manifest-sha256.txt",
         ENVELOPE,
-        "data/report.html",
         "data/runs/good/records.jsonl",
         "data/runs/sloppy/checks.jsonl",
-        "data/runs/sloppy/summary.json",
+        "data/runs/sloppy/check.json",
     ):
         assert name in files, name
+    # nothing derived: the summaries and the report are rendered from the records
+    assert not [n for n in files if n.endswith(("summary.json", ".html"))]
     assert any(n.startswith("data/index/") and n.endswith("/manifest.json") for n in files)
     assert any(n.startswith("data/questions/") for n in files)
     where = tmp_path / "bag"
@@ -208,11 +209,11 @@ def test_signing_a_changed_bundle_is_refused(
     bundled: Path, key: Path, passphrase: str, tmp_path: Path
 ) -> None:
     def edit(files: dict[str, bytes]) -> None:
-        files["data/report.html"] += b"<!-- -->"
+        files["data/runs/good/records.jsonl"] += b"\n"
 
     changed = _retar(bundled, tmp_path / "c.tar", edit)
     done = run("sign", changed, "--key", key, "--role", "approver", "--passphrase-env", passphrase)
-    assert done.exit_code == 1 and "data/report.html: changed" in done.stderr
+    assert done.exit_code == 1 and "data/runs/good/records.jsonl: changed" in done.stderr
 
 
 def test_a_truncated_tar_is_refused(bundled: Path, key: Path, tmp_path: Path) -> None:
@@ -243,7 +244,7 @@ def _with_member(bundled: Path, target: Path, info: tarfile.TarInfo, data: bytes
         ("data/link", tarfile.SYMTYPE, "a link"),
         ("data/hard", tarfile.LNKTYPE, "a link"),
         ("data/dev", tarfile.CHRTYPE, "a device"),
-        ("data/report.html", tarfile.REGTYPE, "appears twice"),
+        ("data/runs/good/records.jsonl", tarfile.REGTYPE, "appears twice"),
     ],
 )
 def test_unsafe_members_are_refused_before_anything_is_extracted(
@@ -268,28 +269,6 @@ def test_unsafe_members_are_refused_before_anything_is_extracted(
     done = verify(_with_member(bundled, tmp_path / "u.tar", info, data), key)
     assert done.exit_code == 1 and said in done.stderr, done.output
     assert extracted == [] and not (tmp_path.parent / "escape.txt").exists()
-
-
-def test_figures_that_do_not_follow_from_the_files_are_refused(
-    audited: list[Path], key: Path, passphrase: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A statement signed with a figure its records do not give fails at that figure."""
-    from auditor.evidence import build
-
-    real = build.headline_figures
-
-    def inflated(run: Any) -> dict[str, Any]:
-        figures = real(run)
-        if run.name == "sloppy":
-            figures["metrics"]["hallucination_rate"]["value"] = 0.0
-        return figures
-
-    monkeypatch.setattr(build, "headline_figures", inflated)
-    out = tmp_path / "x.tar"
-    assert bundle(audited, key, out, passphrase).exit_code == 0
-    done = verify(out, key)
-    assert done.exit_code == 1
-    assert "runs[sloppy].figures.metrics.hallucination_rate.value: 0" in done.stderr
 
 
 def test_a_newer_predicate_version_is_bad_input(
