@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from auditor.cli import cli
+from auditor.files import utc_now
 from auditor.review import check_fingerprint, run_fingerprint
 from auditor.testing import FakeEmbedder, FakeJudge
 from tests.conftest import REPO
@@ -370,7 +371,7 @@ def _page_line(run: Path, ident: str, **extra: object) -> str:
         "check_fingerprint": check_fingerprint(check),
         "hallucinated": False,
         "reviewer": "Ana",
-        "labelled_at": "2026-12-06T10:00:00Z",
+        "labelled_at": utc_now(),  # after the run began
     }
     return json.dumps(line | extra) + "\n"
 
@@ -414,6 +415,47 @@ def _recheck(run: Path) -> None:
     (run / "checks.jsonl").unlink()
     done = CliRunner().invoke(cli, ["check", str(run), "-q"])
     assert done.exit_code == 0, done.output
+
+
+def _edit_review(change: Callable[[dict], None]) -> Callable[[Path], None]:
+    """review.json edited after it was drawn."""
+    return lambda run: _edit_json(run / "review.json", change)
+
+
+def _redrawn(*args: str) -> Callable[[Path], None]:
+    """review.json drawn again with `args` (say a smaller sample of a larger run)."""
+
+    def prepare(run: Path) -> None:
+        (run / "review.json").unlink()
+        done = CliRunner().invoke(cli, ["review", str(run), *args])
+        assert done.exit_code == 0, done.output
+
+    return prepare
+
+
+def _review_again(prepare: Callable[[Path], None], *args: str) -> Callable[[Path], list[str]]:
+    """`auditor review RUN ARGS` on a reviewed run that `prepare` changed."""
+
+    def make(tmp: Path) -> list[str]:
+        run = _reviewed_run(tmp, 6)
+        prepare(run)
+        return ["review", str(run), *args]
+
+    return make
+
+
+def _began_on_the_first(run: Path) -> None:
+    """The run began on 1 December (a fixed time, for the message), its sample drawn again."""
+    _edit_json(run / "manifest.json", lambda d: d.update(started_at="2026-12-01T08:00:00+00:00"))
+    _redrawn("--sample", "3")(run)
+
+
+def _cherry_picked(run: Path) -> None:
+    """review.json's sample swapped for answers of the run it did not draw."""
+    _redrawn("--sample", "2", "--seed", "7")(run)
+    drawn = set(_drawn_ids(run))
+    others = [f"a{k}" for k in range(1, 7) if f"a{k}" not in drawn][:2]
+    _edit_json(run / "review.json", lambda d: d.update(sample=[{"id": i} for i in others]))
 
 
 def _examples_on_checked(tmp: Path) -> list[str]:
@@ -584,6 +626,20 @@ CASES = [
     Case("review.json after a lost check row", _review_labels(lambda run, ids: _page_line(run, ids[0]), prepare=_lose_last_check), 2, "is no longer among"),
     Case("review.json of an earlier check", _review_labels(lambda run, ids: _page_line(run, ids[0]), prepare=_recheck), 2, "(checked again)"),
     Case("check a checked run with other examples", _examples_on_checked, 2, "re-check into a new run dir that shares its records: add --out NEW_DIR"),
+    # review loop (issue 48)
+    Case("review.json: a sample not of its seed", _review_labels(lambda run, ids: _page_line(run, ids[0]), count=6, prepare=_cherry_picked), 2, '"sample" is not the draw of seed 7 over the run\'s 6 checked answers (answer'),
+    Case("review.json: the seed edited, then review", _review_again(_edit_review(lambda d: d.update(seed=8)), "--sample", "6"), 2, '"sample" is not the draw of seed 8'),
+    Case("review.json: method edited", _review_labels(lambda run, ids: _page_line(run, ids[0]), prepare=_edit_review(lambda d: d.update(method="stratified"))), 2, '"method" is \'stratified\', but auditor review draws \'uniform\''),
+    Case("review.json: population edited", _review_labels(lambda run, ids: _page_line(run, ids[0]), prepare=_edit_review(lambda d: d.update(population=30))), 2, '"population" is 30, but the answers it was drawn from'),
+    Case("review.json: an id the run does not have", _review_labels(lambda run, ids: _page_line(run, ids[1]), prepare=_edit_review(lambda d: d["sample"][0].update(id="zz"))), 2, "\"sample\" names answer 'zz', which is not among"),
+    Case("review.json: second review of the wrong count", _review_labels(lambda run, ids: _page_line(run, ids[0]), count=6, second=0.5, prepare=_edit_review(lambda d: d["second_review"].update(ids=[]))), 2, '"second_review" names 0 answers, but a share of 0.5 of the 6 drawn is 3'),
+    Case("review.json: second-review share nan", _review_labels(lambda run, ids: _page_line(run, ids[0]), prepare=_edit_review(lambda d: d.update(second_review={"share": float("nan"), "ids": []}))), 2, '"second_review" must have a "share" above 0 and at most 1 (not nan)'),
+    Case("review: --second-review nan", _review_again(lambda run: None, "--sample", "6", "--second-review", "nan"), 2, "Error: Invalid value for '--second-review': nan is not a share above 0 and at most 1"),
+    Case("labels: an adjudicator where the reviews agree", _review_labels(lambda run, ids: _page_line(run, ids[0]) + _page_line(run, ids[0], role="second", reviewer="Bo") + _page_line(run, ids[0], role="adjudicator", reviewer="Cy", hallucinated=True), second=1.0), 2, "l.jsonl:3: an adjudicator's label of 'a"),
+    Case("labels: an adjudicator with no second review", _review_labels(lambda run, ids: _page_line(run, ids[0]) + _page_line(run, ids[0], role="adjudicator", reviewer="Cy", hallucinated=True), second=1.0), 2, "without a second review of it in these labels"),
+    Case("labels: an adjudicator of their own review", _review_labels(lambda run, ids: _page_line(run, ids[0]) + _page_line(run, ids[0], role="second", reviewer="Bo", hallucinated=True) + _page_line(run, ids[0], role="adjudicator", reviewer="ANA"), second=1.0), 2, "is adjudicated by 'ANA', who made the first review (line 1); nobody adjudicates their own disagreement"),
+    Case("labels: a second review by the first reviewer, in capitals", _review_labels(lambda run, ids: _page_line(run, ids[0]) + _page_line(run, ids[0], role="second", reviewer="ANA"), second=1.0), 2, "is by 'ANA', who made the first (line 1, as 'Ana')"),
+    Case("labels: labelled before the run began", _review_labels(lambda run, ids: _page_line(run, ids[0], labelled_at="2026-11-30T09:00:00Z"), prepare=_began_on_the_first), 2, 'l.jsonl:1: "labelled_at" 2026-11-30T09:00:00Z is before '),
 ]  # fmt: skip
 
 

@@ -35,7 +35,7 @@ from auditor.gates import Gate
 from auditor.ingest.manifest import MANIFEST_NAME, read_manifest
 from auditor.report import refuse_shared_names, render_report
 from auditor.results import SUMMARY, RunArtifacts, load_run
-from auditor.review import REVIEW, ReviewLabel, read_review
+from auditor.review import REVIEW, ReviewLabel, read_checked_review
 from auditor.store import CHECK_MANIFEST, CHECKS, MANIFEST, RECORDS
 from auditor.versions import package_versions
 
@@ -222,7 +222,7 @@ def plan_bundle(
                 headline_figures(run),
                 _knowledge_base(run, index_dir, with_documents, payload),
                 _questions_file(run, payload),
-                read_review(run.run_dir),
+                read_checked_review(run),
             )
         )
     payload[REPORT] = render_report(runs, results, generated_at=audit_end).encode("utf-8")
