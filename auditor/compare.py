@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -133,12 +134,17 @@ def _judge_flags(run: RunArtifacts) -> dict[str, bool]:
     }
 
 
+def _counted(label: Any) -> bool:
+    return bool(getattr(label, "counted", True))
+
+
 def compare_reviewed(a: RunArtifacts, b: RunArtifacts) -> PairedDifference | None:
     """The paired difference of two runs' reviewed answer rates, over the questions people
     labelled in both, narrowed by the judge's flags on every question both answered (None
     when no question was labelled in both)."""
-    labels_a = {label.id: label.hallucinated for label in a.labels}
-    labels_b = {label.id: label.hallucinated for label in b.labels}
+    # the labels that count in a rate (the drawn order's labelled prefix), as each rate has
+    labels_a = {label.id: label.hallucinated for label in a.labels if _counted(label)}
+    labels_b = {label.id: label.hallucinated for label in b.labels if _counted(label)}
     flags_a, flags_b = _judge_flags(a), _judge_flags(b)
     both = sorted(set(labels_a) & set(labels_b) & set(flags_a) & set(flags_b))
     shared = sorted(set(flags_a) & set(flags_b))

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditor.errors import BadInput
-from auditor.goodput import METRICS
+from auditor.goodput import METRICS, REVIEWED
 
 __all__ = ["Gate", "GateResult", "evaluate_gates", "parse_gate"]
 
@@ -65,11 +65,14 @@ def parse_gate(text: str) -> Gate:
 
 
 def evaluate_gates(gates: Sequence[Gate], summaries: dict[str, dict[str, Any]]) -> list[GateResult]:
-    """Every gate on every pipeline; a figure that was not measured fails its gate."""
+    """Every gate on every pipeline; a figure that was not measured fails its gate (a reviewed
+    figure with no label counting in it was not measured: not reviewed is not 0 %)."""
     results = []
     for gate in gates:
         for pipeline, summary in summaries.items():
             value = (summary.get("metrics", {}).get(gate.metric) or {}).get("value")
+            if gate.metric in REVIEWED and not (summary.get("reviewed") or {}).get("labels"):
+                value = None
             passed = value is not None and _OPS[gate.op](float(value), gate.threshold)
             results.append(GateResult(gate, pipeline, value, passed))
     return results

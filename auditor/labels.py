@@ -5,15 +5,18 @@ JSON object per line with `id`, `hallucinated` (true/false) and, as the page wri
 `pipeline`, `claims` (per claim of the check: `{"index": K, "judge_right": bool}`), `spans`
 (character offsets of what the reviewer holds hallucinated), `question`, `answer`, `contexts`,
 `source_id`, `note`, `fingerprint` (the run it was labelled on), `check_fingerprint` (the
-check whose claims it marks), `reviewer`, `labelled_at` (ISO 8601 with a zone) and `role`
+check whose claims it marks), `reviewer`, `labelled_at` (ISO 8601 with a zone; not before
+the run began, checked where the run is known: `auditor.review.assign_labels`) and `role`
 (`first`, the default; `second`, a blind second review; `adjudicator`, who settles an answer
 the two disagree on). `report --labels`, `check --examples` and `calibrate --labels` read it
 here, the same way: a line one of them would refuse, all of them refuse.
 
 `settle` turns the lines into one label per answer: exact copies collapse, two different
 labels by the same role are refused naming both lines, a second review that disagrees with
-the first needs an adjudicator's label, and a label contradicting its own claim marks is
-refused where the claims are known (`auditor.review.assign_labels`).
+the first needs an adjudicator's label, an adjudicator's label settles only such a
+disagreement (by a third person), and a label contradicting its own claim marks is refused
+where the claims are known (`auditor.review.assign_labels`). Reviewers' names are compared as
+people are (`same_person`: NFKC-normalised and case-folded, so "Ana" and "ana" are one).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ __all__ = [
     "ClaimMark",
     "ReviewLabel",
     "read_labels",
+    "same_person",
     "settle",
 ]
 
@@ -122,7 +126,9 @@ def settle(
     """One label per answer (`key`: by default its labelled id), in first-seen order: copies
     collapse; two different labels of one role refused naming both lines; a second review
     needs a first, by another person, and where the two disagree an adjudicator's label; an
-    adjudicator's label, where given, is the answer's."""
+    adjudicator's label counts only there (refused naming its line on an answer without both
+    reviews or where they agree, and when the adjudicator made one of the two reviews), and
+    is then the answer's."""
     key = key or (lambda label: label.labelled_id)
     groups: dict[Hashable, dict[str, ReviewLabel]] = {}
     for label in labels:
@@ -148,11 +154,12 @@ def settle(
                 "first one in these labels; give both reviewers' labels (one file after the other)"
             )
         if first is not None and second is not None:
-            if first.reviewer and first.reviewer == second.reviewer:
+            if same_person(first.reviewer, second.reviewer):
                 raise BadInput(
                     f"{second.where}: the second review of {second.labelled_id!r} is by "
-                    f"{second.reviewer!r}, who made the first ({first.line}); a second review "
-                    "is by another person"
+                    f"{second.reviewer!r}, who made the first ({first.line}"
+                    + ("" if first.reviewer == second.reviewer else f", as {first.reviewer!r}")
+                    + "); a second review is by another person"
                 )
             if first.hallucinated != second.hallucinated and final is None:
                 raise BadInput(
@@ -161,12 +168,55 @@ def settle(
                     f"{second.labelled_id!r} disagree; settle it on the review page as "
                     "adjudicator and add those labels"
                 )
+        if final is not None:
+            _refuse_adjudication(final, first, second)
         chosen = final or first
         assert chosen is not None
         reviews = tuple(r for r in (first, second, final) if r is not None)
         lines = tuple(w for r in reviews for w in r.lines)
         settled.append(replace(chosen, lines=lines, reviews=reviews))
     return settled
+
+
+def same_person(one: str | None, other: str | None) -> bool:
+    """Whether two reviewers' names are one person's, as people read names: NFKC-normalised
+    (a full-width or ligature letter is the letter) and case-folded ("Ana" is "ana"); an
+    unnamed reviewer is nobody in particular."""
+    if not one or not other:
+        return False
+    return _person(one) == _person(other)
+
+
+def _person(name: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
+def _refuse_adjudication(
+    final: ReviewLabel, first: ReviewLabel | None, second: ReviewLabel | None
+) -> None:
+    """An adjudicator settles a disagreement of the first and second reviews, nothing else,
+    and not one of their own."""
+    name = final.labelled_id
+    if first is None or second is None:
+        missing = "first" if first is None else "second"
+        raise BadInput(
+            f"{final.where}: an adjudicator's label of {name!r} without a {missing} review of "
+            "it in these labels; an adjudicator settles only where the first and the second "
+            "review disagree: give all three reviews' labels, or drop the line"
+        )
+    if first.hallucinated == second.hallucinated:
+        raise BadInput(
+            f"{final.where}: an adjudicator's label of {name!r}, on which the first "
+            f"({first.line}) and second ({second.line}) reviews agree; an adjudicator settles "
+            "only a disagreement: drop the line"
+        )
+    for review, role in ((first, "first"), (second, "second")):
+        if same_person(final.reviewer, review.reviewer):
+            raise BadInput(
+                f"{final.where}: {name!r} is adjudicated by {final.reviewer!r}, who made the "
+                f"{role} review ({review.line}); nobody adjudicates their own disagreement: "
+                "another person settles it"
+            )
 
 
 def _with_lines(label: ReviewLabel, lines: tuple[str, ...]) -> ReviewLabel:

@@ -19,7 +19,7 @@ from auditor.config import GoodputConfig, PipelineConfig, SLOConfig, format_vali
 from auditor.errors import BadInput
 from auditor.files import utc_now
 from auditor.goodput import summarize
-from auditor.review import ReviewLabel, read_review
+from auditor.review import ReviewLabel, read_checked_review
 from auditor.reviewed import review_summary
 from auditor.run_shapes import check_manifests, check_run_rows
 from auditor.store import (
@@ -177,10 +177,11 @@ def summarize_run(
         )
         summary["reviewed"] = reviewed
         rate = reviewed["answer_rate"]
-        summary["metrics"]["reviewed_hallucination_rate"] |= {
-            "value": rate["value"],
-            "ci95": [rate["low"], rate["high"]],
-        }
+        if rate is not None:  # None: no label counts in a rate, not reviewed (and not 0 %)
+            summary["metrics"]["reviewed_hallucination_rate"] |= {
+                "value": rate["value"],
+                "ci95": [rate["low"], rate["high"]],
+            }
         if reviewed["goodput_tps"] is not None:
             summary["metrics"]["goodput_tps_reviewed"] |= {
                 "value": reviewed["goodput_tps"],
@@ -191,8 +192,9 @@ def summarize_run(
 
 
 def _sample(run: RunArtifacts) -> dict[str, Any] | None:
-    """Where the review sample came from (review.json), without its list of ids."""
-    review = read_review(run.run_dir)
+    """Where the review sample came from (review.json, drawn again from its seed), without its
+    list of ids."""
+    review = read_checked_review(run)
     if review is None:
         return None
     kept = ("method", "order", "seed", "size", "population", "population_sha256")

@@ -17,8 +17,17 @@ Only the drawn order's labelled prefix makes a rate: the first n drawn answers, 
 A label past the first drawn answer nobody labelled is shown and counted in the judge's
 agreement, never in the rate (a reviewer who skipped answers would otherwise have picked).
 
-Labels: `auditor.labels` (one reader for every command). With `--second-review SHARE` a stable
-random share of the drawn answers is marked for a blind second review.
+The drawn sample is a function of the seed and the run, not a file: every reader of
+review.json (`report`, `bundle`, `verify`, the review page, `auditor review` itself) goes
+through `read_checked_review` / `check_review`, which draws it again from the seed over the
+run's checked answers and refuses, naming the field, a sample, size, seed, method, population
+or second review that is not that draw.
+
+Labels: `auditor.labels` (one reader for every command). With `--second-review SHARE`,
+round(SHARE x n) of the n drawn answers (at least 1) are marked for a blind second review: the
+drawn answers with the smallest keys of their own (sha256 of "second", the seed and the id).
+When the sample grows every answer marked before stays marked (the count may then pass
+round(SHARE x n), as the sample may pass N in a run that grew).
 """
 
 from __future__ import annotations
@@ -26,8 +35,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +56,18 @@ __all__ = [
     "assign_labels",
     "check_audit_labels",
     "check_fingerprint",
+    "check_review",
     "choose_sample",
     "draw_review",
     "label_pipeline",
     "population_sha256",
+    "read_checked_review",
     "read_review",
     "read_review_labels",
+    "refuse_before_run",
     "refuse_other_run",
     "run_fingerprint",
+    "second_review_count",
     "write_review",
 ]
 
@@ -61,7 +75,12 @@ REVIEW = "review.json"
 log = logging.getLogger(__name__)
 # 2: random keys (sha256 of seed and id) instead of a permutation of the sorted ids; the run's,
 # the check's and the population's fingerprints; the second review
-REVIEW_SCHEMA_VERSION = 2
+# 3: the second review is round(share x n) of the drawn answers by their second keys (2: each
+# drawn answer whose second key fell below the share, a count left to chance); 2 is still read
+REVIEW_SCHEMA_VERSION = 3
+READ_SCHEMA_VERSIONS = (2, 3)
+METHOD = "uniform"
+ORDER = "sha256 keys of seed and id"
 
 
 @dataclass
@@ -76,6 +95,9 @@ class ReviewSample:
     check_fingerprint: str | None = None
     second_share: float = 0.0  # the share of drawn answers reviewed a second time, blind
     created_at: str = field(default_factory=utc_now)
+    # how many drawn answers are marked for a second review (None: round(share x size), at
+    # least 1; more where a grown sample keeps those marked before)
+    second_count: int | None = None
 
     @property
     def sample(self) -> list[str]:
@@ -87,18 +109,21 @@ class ReviewSample:
 
     @property
     def second_review(self) -> list[str]:
-        """The drawn answers marked for a second review: each by a key of its own (stable as
-        the sample grows), in drawn order."""
-        if self.second_share <= 0:
-            return []
-        return [i for i in self.sample if _key("second", self.seed, i) < self.second_share]
+        """The drawn answers marked for a second review, in drawn order: the first
+        round(share x n) (at least 1) of the drawn answers ordered by a key of their own, so
+        that a sample that grows keeps them (`second_count` says how many where it grew)."""
+        count = self.second_count
+        if count is None:
+            count = second_review_count(self.second_share, self.size)
+        chosen = set(second_order(self.sample, self.seed)[:count])
+        return [i for i in self.sample if i in chosen]
 
     def to_json(self) -> dict[str, Any]:
         probability = round(self.inclusion_probability, 6)
         return {
             "schema_version": REVIEW_SCHEMA_VERSION,
-            "method": "uniform",
-            "order": "sha256 keys of seed and id",
+            "method": METHOD,
+            "order": ORDER,
             "seed": self.seed,
             "size": self.size,
             "population": len(self.population),
@@ -159,6 +184,25 @@ def _key(kind: str, seed: int, ident: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
+def drawn_order(population: list[str], seed: int) -> list[str]:
+    """The answers in the order the seed draws them: by their random keys."""
+    return sorted(population, key=lambda i: (_key("review", seed, i), i))
+
+
+def second_order(sample: list[str], seed: int) -> list[str]:
+    """The drawn answers in the order they are marked for a second review: by keys of their
+    own, so that an answer's place among them does not depend on which others are drawn."""
+    return sorted(sample, key=lambda i: (_key("second", seed, i), i))
+
+
+def second_review_count(share: float, drawn: int) -> int:
+    """How many of `drawn` answers a second-review share marks: share x drawn rounded half up
+    (as a person counts: 0.5 of 5 is 3), at least 1 when share > 0; 0 without answers."""
+    if share <= 0 or drawn <= 0:
+        return 0
+    return min(drawn, max(1, math.floor(share * drawn + 0.5 + 1e-9)))
+
+
 def choose_sample(
     population: list[str],
     size: int,
@@ -169,14 +213,21 @@ def choose_sample(
 ) -> ReviewSample:
     """`size` answers drawn uniformly at random: the `size` with the smallest random keys."""
     ids = sorted(population)
-    order = sorted(ids, key=lambda i: (_key("review", seed, i), i))
     return ReviewSample(
-        seed, ids, order, min(size, len(ids)), fingerprint, check, second_share=second_share
+        seed,
+        ids,
+        drawn_order(ids, seed),
+        min(size, len(ids)),
+        fingerprint,
+        check,
+        second_share=second_share,
     )
 
 
 def read_review(run_dir: Path) -> dict[str, Any] | None:
-    """A run's review.json (None without one); BadInput when damaged or of another auditor."""
+    """A run's review.json as written (None without one); BadInput when damaged or of another
+    auditor. Its shape only: what it says of the run is checked by `check_review` (every
+    reader goes through `read_checked_review`)."""
     path = run_dir / REVIEW
     fix = f"remove it and run `auditor review {run_dir}` again (the same --seed draws the same)"
     data = read_json_artifact(path, "review sample", fix)
@@ -187,7 +238,7 @@ def read_review(run_dir: Path) -> dict[str, Any] | None:
             f"{path}: drawn by an earlier auditor, which did not record the check it was drawn "
             f"on; {fix}"
         )
-    if data.get("schema_version") != REVIEW_SCHEMA_VERSION:
+    if data.get("schema_version") not in READ_SCHEMA_VERSIONS:
         raise BadInput(f"{path}: not a review sample of this auditor (schema); {fix}")
     for key in ("seed", "size", "population"):
         value = data.get(key)
@@ -205,18 +256,51 @@ def read_review(run_dir: Path) -> dict[str, Any] | None:
         if not isinstance(data.get(key), str):
             raise BadInput(f'{path}: "{key}" must be a string; {fix}')
     second = data.get("second_review")
-    if second is not None and not (
-        isinstance(second, dict)
-        and isinstance(second.get("ids"), list)
-        and set(map(str, second["ids"])) <= set(ids)
-    ):
-        raise BadInput(f'{path}: "second_review" must list drawn answers; {fix}')
+    if second is not None:
+        share = second.get("share") if isinstance(second, dict) else None
+        if not (
+            isinstance(share, int | float)
+            and not isinstance(share, bool)
+            and math.isfinite(share)
+            and 0 < share <= 1
+        ):
+            raise BadInput(
+                f'{path}: "second_review" must have a "share" above 0 and at most 1 '
+                f"(not {share!r}); {fix}"
+            )
+        listed = second.get("ids")
+        if not (
+            isinstance(listed, list)
+            and all(isinstance(i, str) for i in listed)
+            and len(set(listed)) == len(listed)
+            and set(listed) <= set(ids)
+        ):
+            raise BadInput(f'{path}: "second_review" must list drawn answers, each once; {fix}')
     return data
 
 
-def refuse_stale_review(run: Any, review: dict[str, Any]) -> None:
-    """BadInput when review.json was drawn on another run, another check of it, or other
-    answers than the run's checked ones now (a run that grew, or a check row lost)."""
+def read_checked_review(run: Any) -> dict[str, Any] | None:
+    """A run's review.json (None without one), drawn again from its seed over the run's
+    checked answers and refused, naming the field, where it is not that draw
+    (`check_review`): the one reader of review.json for every command and the review page."""
+    review = read_review(run.run_dir)
+    if review is not None:
+        check_review(run, review)
+    return review
+
+
+def check_review(run: Any, review: dict[str, Any], grown: bool = False) -> None:
+    """BadInput naming the field where review.json is not what `auditor review` draws on this
+    run: drawn on another run or another check of it; a "method" or "order" of another draw;
+    a "population" or "population_sha256" that is not the run's checked answers (a run that
+    grew is told to extend the sample; a lost check row to repair the run); a "sample" that is
+    not the first "size" of the seed's order over them; an "inclusion_probability" that is
+    not size / population; a "second_review" that is not the draw of its share.
+
+    `grown` (`auditor review` extending a sample): a run that grew since the draw is
+    accepted where the sample is still the draw of its seed over the answers it was drawn
+    from (the first `population` of the run's checked answers where their hash says so;
+    else the sample in the seed's order with no more answers skipped than the run gained)."""
     path = run.run_dir / REVIEW
     here = run_fingerprint(run.manifest)
     if review["fingerprint"] != here:
@@ -231,19 +315,180 @@ def refuse_stale_review(run: Any, review: dict[str, Any]) -> None:
             f"claims are now of check {check} (checked again); its labels and claim marks "
             f"are of the old claims: remove it and draw again (auditor review {run.run_dir})"
         )
-    population = reviewable_ids(run)
-    if review["population_sha256"] != population_sha256(population):
-        missing = [e["id"] for e in review["sample"] if e["id"] not in set(population)]
-        if missing:
+    seed, size, sample = review["seed"], review["size"], [str(e["id"]) for e in review["sample"]]
+    again = f"remove it and draw again: auditor review {run.run_dir} --seed {seed} --sample {size}"
+    for key, drawn_by in (("method", METHOD), ("order", ORDER)):
+        if review.get(key) != drawn_by:
             raise BadInput(
-                f"{path}: drawn answer {missing[0]!r} is no longer among {run.run_dir}'s "
-                "checked answers (a check row lost or cut off?); repair the run "
-                f"(auditor check {run.run_dir}) before its labels make a rate"
+                f'{path}: "{key}" is {review.get(key)!r}, but auditor review draws '
+                f"{drawn_by!r}; {again}"
+            )
+    ids = reviewable_ids(run)
+    known = set(ids)
+    stray = next((i for i in sample if i not in known), None)
+    matches = review["population_sha256"] == population_sha256(ids)
+    if stray is not None:
+        if matches:  # the answers it was drawn from are the run's: the sample names another
+            raise BadInput(
+                f'{path}: "sample" names answer {stray!r}, which is not among '
+                f"{run.run_dir}'s {len(ids)} checked answers; {again}"
             )
         raise BadInput(
-            f"{path}: drawn from {review['population']} answers, the run has "
-            f"{len(population)} checked now; extend the sample over them "
-            f"(auditor review {run.run_dir} --sample {review['size']}: every drawn answer stays)"
+            f"{path}: drawn answer {stray!r} is no longer among {run.run_dir}'s checked "
+            "answers (a check row lost or cut off?); repair the run "
+            f"(auditor check {run.run_dir}) before its labels make a rate"
+        )
+    population = ids
+    if not matches:
+        recorded = review["population"]
+        if recorded > len(ids):
+            raise BadInput(
+                f"{path}: drawn from {recorded} answers, the run has {len(ids)} checked now "
+                f"(check rows lost or cut off?); repair the run (auditor check {run.run_dir}) "
+                "before its labels make a rate"
+            )
+        if recorded == len(ids):
+            raise BadInput(
+                f'{path}: "population_sha256" is not the hash of {run.run_dir}\'s {len(ids)} '
+                f"checked answers (edited, or check rows replaced?); {again}"
+            )
+        if not grown:
+            raise BadInput(
+                f"{path}: drawn from {recorded} answers, the run has {len(ids)} checked now; "
+                f"extend the sample over them (auditor review {run.run_dir} --sample "
+                f"{size}: every drawn answer stays)"
+            )
+        before = ids[:recorded]  # a run grows by checking more answers after its first
+        if population_sha256(before) != review["population_sha256"]:
+            _check_grown_sample(path, review, ids, again)
+            _check_second_review(path, review, sample, again)
+            return
+        population = before
+    if review["population"] != len(population):
+        raise BadInput(
+            f'{path}: "population" is {review["population"]}, but the answers it was drawn '
+            f'from ("population_sha256") are {len(population)}; {again}'
+        )
+    expected = drawn_order(population, seed)[:size]
+    if sample != expected:
+        other_seed = _seed_that_drew(sample, population, seed)
+        if other_seed is not None:
+            raise BadInput(
+                f'{path}: "seed" is {seed}, but "sample" is the draw of seed {other_seed} over '
+                f"the run's {len(population)} checked answers (the seed edited?); write back "
+                f'"seed": {other_seed}, or {again}'
+            )
+        chosen = set(expected)
+        outside = next((i for i in sample if i not in chosen), None)
+        if outside is not None:
+            detail = f"answer {outside!r} is not among the first {size}"
+        else:
+            place = next(k for k, (a, b) in enumerate(zip(sample, expected, strict=True)) if a != b)
+            detail = f"the same answers in another order: number {place + 1} is {expected[place]!r}"
+        raise BadInput(
+            f'{path}: "sample" is not the draw of seed {seed} over the run\'s '
+            f"{len(population)} checked answers ({detail}); {again}"
+        )
+    probability = round(size / len(population), 6) if population else 0.0
+    for entry in review["sample"]:
+        given = entry.get("inclusion_probability", probability)
+        if not isinstance(given, int | float) or isinstance(given, bool) or given != probability:
+            raise BadInput(
+                f'{path}: "inclusion_probability" of answer {entry["id"]!r} is {given!r}, but '
+                f"{size} of {len(population)} answers drawn is {probability}; {again}"
+            )
+    _check_second_review(path, review, sample, again)
+
+
+# seeds tried, and keys computed at most, to tell an edited seed from an edited sample
+SEEDS_TRIED = 1000
+KEYS_TRIED = 300_000
+
+
+def _seed_that_drew(sample: list[str], population: list[str], seed: int) -> int | None:
+    """Another seed (of the first SEEDS_TRIED) whose draw `sample` is, where one is found
+    within KEYS_TRIED keys: the seed was edited, not the sample. None where none is, and
+    where a sample this small would be some seed's draw by chance (fewer than a billion
+    ordered samples of its size per seed tried: an edited sample, not an edited seed)."""
+    orderings = math.prod(range(len(population) - len(sample) + 1, len(population) + 1))
+    if not sample or orderings < 10**6 * SEEDS_TRIED:
+        return None
+    budget = KEYS_TRIED
+    for other in range(SEEDS_TRIED):
+        if other == seed:
+            continue
+        keys = []
+        for ident in sample:  # the sample in its order by the other seed's keys, cheaply first
+            keys.append(_key("review", other, ident))
+            budget -= 1
+            if len(keys) > 1 and keys[-1] < keys[-2]:
+                break
+        else:
+            budget -= len(population)
+            if budget < 0:
+                return None
+            if drawn_order(population, other)[: len(sample)] == sample:
+                return other
+        if budget < 0:
+            return None
+    return None
+
+
+def _check_grown_sample(path: Path, review: dict[str, Any], ids: list[str], again: str) -> None:
+    """A sample over a run that grew, the answers it was drawn from unknown (only their hash
+    and number): the drawn answers in the seed's order over the run's answers now, with no
+    more answers between them than the run gained (each a new one)."""
+    order = drawn_order(ids, review["seed"])
+    place = {ident: k for k, ident in enumerate(order)}
+    sample = [str(e["id"]) for e in review["sample"]]
+    places = [place[i] for i in sample]
+    if places != sorted(places):
+        bad = next(k for k in range(1, len(places)) if places[k] < places[k - 1])
+        raise BadInput(
+            f'{path}: "sample" is not the draw of seed {review["seed"]} (answer '
+            f"{sample[bad]!r} comes before {sample[bad - 1]!r} in its order); {again}"
+        )
+    skipped = (places[-1] + 1 - len(places)) if places else 0
+    gained = len(ids) - review["population"]
+    if skipped > gained:
+        raise BadInput(
+            f'{path}: "sample" is not the draw of seed {review["seed"]} over the run\'s '
+            f"{review['population']} checked answers it was drawn from ({skipped} answers "
+            f"between the drawn ones, the run gained {gained}); {again}"
+        )
+
+
+def _check_second_review(path: Path, review: dict[str, Any], sample: list[str], again: str) -> None:
+    """review.json's second review against its share: the first of the drawn answers by their
+    second keys, round(share x n) of them at least (schema 2: those whose key fell below the
+    share)."""
+    second = review.get("second_review")
+    if second is None:
+        return
+    share, listed = float(second["share"]), [str(i) for i in second["ids"]]
+    ranked = second_order(sample, review["seed"])
+    count = len(listed)
+    fix = f"{again} --second-review {share:g}"
+    outside = next((i for i in listed if i not in set(ranked[:count])), None)
+    if outside is not None:
+        raise BadInput(
+            f'{path}: "second_review" is not the draw of seed {review["seed"]}: answer '
+            f"{outside!r} is not among the first {count} of the drawn answers by their "
+            f"second-review keys; {fix}"
+        )
+    if review["schema_version"] == 2:
+        expected = [i for i in sample if _key("second", review["seed"], i) < share]
+        if set(listed) != set(expected):
+            raise BadInput(
+                f'{path}: "second_review" names {count} answers, but a share of {share:g} '
+                f"drew {len(expected)} of them; {fix}"
+            )
+        return
+    needed = second_review_count(share, len(sample))
+    if count < needed:
+        raise BadInput(
+            f'{path}: "second_review" names {count} answer{"s" if count != 1 else ""}, but '
+            f"a share of {share:g} of the {len(sample)} drawn is {needed}; {fix}"
         )
 
 
@@ -303,6 +548,36 @@ def refuse_other_run(label: ReviewLabel, run_dir: Path, fingerprint: str | None)
         f"{label.fingerprint}, {here}); report that run with --labels, or give these labels "
         "to the judge as --examples"
     )
+
+
+def _began(manifest: dict[str, Any] | None) -> datetime | None:
+    """When a run began (its manifest's `started_at`), None where it does not say."""
+    stamp = (manifest or {}).get("started_at")
+    if not isinstance(stamp, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def refuse_before_run(label: ReviewLabel, run_dir: Path, manifest: dict[str, Any] | None) -> None:
+    """BadInput when the label says it was made before the run began: a label cannot predate
+    the answers it labels. A run of imported answers (`check --answers`) began after its
+    answers were made, so there only a label made on its review page (`fingerprint`) is held
+    to the run's start."""
+    began = _began(manifest)
+    if label.labelled_at is None or began is None:
+        return
+    if (manifest or {}).get("kind") == "answers" and label.fingerprint is None:
+        return
+    if datetime.fromisoformat(label.labelled_at) < began:
+        raise BadInput(
+            f'{label.where}: "labelled_at" {label.labelled_at} is before {run_dir} began '
+            f"({began.astimezone(UTC).isoformat().replace('+00:00', 'Z')}): a label cannot "
+            "predate the answers it labels; fix the reviewer's clock or the line"
+        )
 
 
 def _refuse_claim_marks(
@@ -376,9 +651,11 @@ def assign_labels(
     """{pipeline name: its labels, one per answer}, every label matched to a run of the report;
     BadInput in one line for a label without `pipeline` when the report has several runs, a
     pipeline not in the report, an id not among the run's checked answers, a label from
-    another run's review page or of another check, claim marks past the answer's claims or
-    contradicting its label, copies that disagree (`auditor.labels.settle`), a second review of
-    an answer not drawn for one, a review.json of another run, check or population, labels of
+    another run's review page or of another check, one made before the run began, claim marks
+    past the answer's claims or contradicting its label, copies that disagree or an
+    adjudication of no disagreement
+    (`auditor.labels.settle`), a second review of an answer not drawn for one, a review.json
+    that is not the draw of its seed on this run and check (`check_review`), labels of
     answers outside the drawn sample (with `outside` "keep": kept with `in_sample=False`, for
     the judge's agreement only), and labels none of which is in the drawn order's labelled
     prefix. Labels past the first unlabelled drawn answer are kept with `in_prefix=False` and
@@ -395,6 +672,7 @@ def assign_labels(
                 f"{facts.run.run_dir}; labels from another run?"
             )
         refuse_other_run(label, facts.run.run_dir, facts.fingerprint)
+        refuse_before_run(label, facts.run.run_dir, facts.run.manifest)
         _refuse_other_check(label, facts.run, facts.check)
         _refuse_claim_marks(label, facts.claims[label.id], facts.threshold, facts.run)
         placed[name].append(replace(label, pipeline=name))
@@ -406,7 +684,7 @@ def assign_labels(
         facts = known[name]
         settled = settle(found, key=lambda label: label.id)
         if facts.review is not None:
-            refuse_stale_review(facts.run, facts.review)
+            check_review(facts.run, facts.review)
             settled = _in_drawn_order(settled, facts, outside_of.setdefault(name, []))
         elif any(label.role != "first" for label in found):
             raise BadInput(
@@ -499,11 +777,12 @@ def check_audit_labels(
     labels: list[ReviewLabel], run_dirs: dict[str, Path], question_ids: list[str]
 ) -> None:
     """`audit --labels`, before any engine starts: each label names an audited pipeline (or
-    the audit has one), an answer to one of the questions asked, and was not made on the
+    the audit has one), an answer to one of the questions asked, was not made on the
     review page of another run (a run dir the audit resumes has a fingerprint; a new one has
-    none yet, so no page of it exists). BadInput in one line on the first that does not."""
+    none yet, so no page of it exists), and not before its run began (a new run begins after
+    every label with a `labelled_at`). BadInput in one line on the first that does not."""
     asked = set(question_ids)
-    fingerprints: dict[str, str | None] = {}
+    manifests: dict[str, dict[str, Any] | None] = {}
     for label in labels:
         name = label_pipeline(label, list(run_dirs))
         run_dir = run_dirs[name]
@@ -512,10 +791,18 @@ def check_audit_labels(
                 f"{label.where}: answer {label.id!r} is not among the questions this audit "
                 "asks; labels of another question set (or past --limit)?"
             )
-        if name not in fingerprints:
-            manifest = read_run_manifest(run_dir)
-            fingerprints[name] = None if manifest is None else run_fingerprint(manifest)
-        refuse_other_run(label, run_dir, fingerprints[name])
+        if name not in manifests:
+            manifests[name] = read_run_manifest(run_dir)
+        manifest = manifests[name]
+        refuse_other_run(label, run_dir, None if manifest is None else run_fingerprint(manifest))
+        if manifest is not None:
+            refuse_before_run(label, run_dir, manifest)
+        elif label.labelled_at is not None:  # the run begins after this: the label predates it
+            raise BadInput(
+                f'{label.where}: "labelled_at" {label.labelled_at} is before {run_dir} began '
+                "(it is not run yet): a label cannot predate the answers it labels; last "
+                "week's labels belong to last week's run (report it with --labels)"
+            )
 
 
 def draw_review(
@@ -536,12 +823,8 @@ def draw_review(
     earlier = read_review(run.run_dir)
     fingerprint, check = run_fingerprint(run.manifest), check_fingerprint(run.check_manifest)
     if earlier is not None:
-        if earlier["fingerprint"] != fingerprint or earlier.get("check_fingerprint") != check:
-            what = "run" if earlier["fingerprint"] != fingerprint else "check of the run"
-            raise BadInput(
-                f"{path}: drawn on another {what} (labels made on it do not apply here); "
-                "remove it and draw again"
-            )
+        # the draw it says it is, on this run (a run that grew since is extended below)
+        check_review(run, earlier, grown=True)
         if seed is not None and seed != earlier["seed"]:
             raise BadInput(
                 f"{path}: drawn with seed {earlier['seed']}; another seed would replace the "
@@ -557,8 +840,8 @@ def draw_review(
         before = float((earlier.get("second_review") or {}).get("share") or 0.0)
         if second_share is not None and second_share < before:
             raise BadInput(
-                f"{path}: a share of {before} is drawn for a second review; it only grows: "
-                f"give --second-review {before} or more"
+                f"{path}: a share of {before:g} is drawn for a second review; it only grows: "
+                f"give --second-review {before:g} or more"
             )
         second_share = before if second_share is None else second_share
     chosen = seed if seed is not None else int((earlier or {}).get("seed", 0))
@@ -567,12 +850,12 @@ def draw_review(
     if earlier is not None:
         position = {ident: k for k, ident in enumerate(sample.order)}
         drawn = [str(e["id"]) for e in earlier["sample"]]
-        lost = [ident for ident in drawn if ident not in position]
-        if lost:
-            raise BadInput(
-                f"{path}: drawn answer {lost[0]!r} is no longer among {run.run_dir}'s checked "
-                f"answers (a check row lost or cut off?); repair the run (auditor check "
-                f"{run.run_dir}) and draw again"
-            )
         sample.size = max(sample.size, max((position[i] + 1 for i in drawn), default=0))
+        # every answer marked for a second review before stays marked
+        marked = [str(i) for i in (earlier.get("second_review") or {}).get("ids") or []]
+        ranked = {ident: k for k, ident in enumerate(second_order(sample.sample, chosen))}
+        sample.second_count = max(
+            second_review_count(sample.second_share, sample.size),
+            max((ranked[i] + 1 for i in marked), default=0),
+        )
     return sample, earlier

@@ -337,8 +337,12 @@ def review_summary(
     # sample, or past a drawn answer nobody labelled, count in the agreement only
     counted = [label for label in labels if getattr(label, "counted", True)]
     gold = [bool(label.hallucinated) for label in counted]
-    answer = reviewed_rate(gold, [score[label.id] for label in counted], everyone)
-    withheld = _claims_unmarked(counted, claims_of)
+    # no label counts (every one outside the drawn sample, kept for the judge's agreement):
+    # no reviewed figure at all, as without labels; not a rate of 0 % over no labels
+    answer = (
+        reviewed_rate(gold, [score[label.id] for label in counted], everyone) if counted else None
+    )
+    withheld = _claims_unmarked(counted, claims_of) if counted else "no label counts in a rate"
     claim = None if withheld else _claim_rate(counted, claims_of, threshold)
     used = claim or answer
     agreement = judge_agreement(
@@ -352,7 +356,8 @@ def review_summary(
             getattr(x, "in_sample", True) and not getattr(x, "in_prefix", True) for x in labels
         ),
         "reviewers": reviewers(reviews),
-        "answer_rate": answer.to_json(),
+        "answer_rate": None if answer is None else answer.to_json(),
+        "rate_withheld": None if answer is not None else _no_rate(labels),
         "claim_rate": None if claim is None else claim.to_json(),
         "claim_rate_withheld": withheld,
         "judge_sensitivity": agreement["sensitivity"],
@@ -360,17 +365,28 @@ def review_summary(
         "judge_specificity": agreement["specificity"],
         "judge_specificity_interval": agreement["specificity_interval"],
         "agreement": reviewer_agreement(reviews),
-        "goodput_tps": None if tps is None else tps * (1 - used.value),
+        "goodput_tps": None if tps is None or used is None else tps * (1 - used.value),
         "goodput_tps_interval": None
-        if tps is None
+        if tps is None or used is None
         else [tps * (1 - used.high), tps * (1 - used.low)],
-        "goodput_from": "claim_rate" if claim is not None else "answer_rate",
+        "goodput_from": None
+        if used is None
+        else ("claim_rate" if claim is not None else "answer_rate"),
         "sample": sample
         or {
             "method": "uniform (assumed)",
             "note": "no review.json beside the run: the labels count as a uniform random sample",
         },
     }
+
+
+def _no_rate(labels: Sequence[Any]) -> str:
+    """Why labels make no reviewed rate: none of them counts."""
+    outside = sum(not getattr(x, "in_sample", True) for x in labels)
+    past = sum(getattr(x, "in_sample", True) and not getattr(x, "in_prefix", True) for x in labels)
+    parts = [f"{outside} outside the drawn sample"] if outside else []
+    parts += [f"{past} past the first unlabelled drawn answer"] if past else []
+    return f"no label counts in a rate ({', '.join(parts) or 'none given'})"
 
 
 def _claims_unmarked(labels: Sequence[Any], claims_of: dict[str, list[Any]]) -> str | None:

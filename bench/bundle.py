@@ -29,6 +29,7 @@ from click.testing import CliRunner
 
 from auditor.cli import cli
 from auditor.evidence.keys import generate_key
+from auditor.files import utc_now
 from auditor.review import check_fingerprint, run_fingerprint
 from auditor.testing import FakeJudge
 from bench.harness import spread, write_result
@@ -92,7 +93,7 @@ def checked_run(root: Path, name: str, count: int, review: int) -> tuple[Path, P
                     "check_fingerprint": check_fingerprint(check),
                     "hallucinated": truth[ident],
                     "reviewer": "Ana",
-                    "labelled_at": "2026-12-07T10:00:00Z",
+                    "labelled_at": utc_now(),
                 }
             )
             + "\n"

@@ -53,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `python bench/x.
 
 from auditor.calibration import JudgeAccuracy, corrected_rate_interval, wilson_interval
 from auditor.claim_rows import Claim, flagged_at, ranking_score
+from auditor.files import utc_now
 from auditor.review import check_fingerprint, run_fingerprint
 from auditor.reviewed import labels_only_interval, reviewed_rate, wilson_at
 from auditor.store import read_check_manifest, read_jsonl
@@ -294,7 +295,7 @@ def page_labels(run: Any, drawn: list[str], truth: dict[str, bool]) -> list[dict
             "role": "first",
             "hallucinated": truth[ident],
             "reviewer": "bench/review.py",
-            "labelled_at": "2026-12-06T00:00:00Z",
+            "labelled_at": utc_now(),  # after the run began
         }
         for ident in drawn
     ]

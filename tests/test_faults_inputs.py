@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from auditor.cli import cli
 from auditor.evidence.build import plan_bundle, write_bundle
 from auditor.evidence.keys import generate_key, load_private_key
+from auditor.files import utc_now
 from auditor.review import check_fingerprint, read_review_labels, run_fingerprint
 from auditor.testing import FakeEmbedder, FakeJudge
 from tests.conftest import REPO
@@ -375,7 +376,7 @@ def _page_line(run: Path, ident: str, **extra: object) -> str:
         "check_fingerprint": check_fingerprint(check),
         "hallucinated": False,
         "reviewer": "Ana",
-        "labelled_at": "2026-12-06T10:00:00Z",
+        "labelled_at": utc_now(),  # after the run began
     }
     return json.dumps(line | extra) + "\n"
 
@@ -444,6 +445,33 @@ def _resigned(
     return make
 
 
+def _edit_review(change: Callable[[dict], None]) -> Callable[[Path], None]:
+    """review.json edited after it was drawn."""
+    return lambda run: _edit_json(run / "review.json", change)
+
+
+def _redrawn(*args: str) -> Callable[[Path], None]:
+    """review.json drawn again with `args` (say a smaller sample of a larger run)."""
+
+    def prepare(run: Path) -> None:
+        (run / "review.json").unlink()
+        done = CliRunner().invoke(cli, ["review", str(run), *args])
+        assert done.exit_code == 0, done.output
+
+    return prepare
+
+
+def _review_again(prepare: Callable[[Path], None], *args: str) -> Callable[[Path], list[str]]:
+    """`auditor review RUN ARGS` on a reviewed run that `prepare` changed."""
+
+    def make(tmp: Path) -> list[str]:
+        run = _reviewed_run(tmp, 6)
+        prepare(run)
+        return ["review", str(run), *args]
+
+    return make
+
+
 def _report_added(payload: dict[str, bytes], predicate: dict[str, Any]) -> None:
     payload["data/report.html"] = b"<p>hallucinated claims: 3.9 %</p>\n"
 
@@ -458,6 +486,20 @@ def _labels_after_the_end(payload: dict[str, bytes], predicate: dict[str, Any]) 
     stamp = "2099-01-01T00:00:00Z"
     lines = "".join(json.dumps(row | {"labelled_at": stamp}) + "\n" for row in rows)
     payload["data/labels/labels.jsonl"] = lines.encode()
+
+
+def _began_on_the_first(run: Path) -> None:
+    """The run began on 1 December (a fixed time, for the message), its sample drawn again."""
+    _edit_json(run / "manifest.json", lambda d: d.update(started_at="2026-12-01T08:00:00+00:00"))
+    _redrawn("--sample", "3")(run)
+
+
+def _cherry_picked(run: Path) -> None:
+    """review.json's sample swapped for answers of the run it did not draw."""
+    _redrawn("--sample", "2", "--seed", "7")(run)
+    drawn = set(_drawn_ids(run))
+    others = [f"a{k}" for k in range(1, 7) if f"a{k}" not in drawn][:2]
+    _edit_json(run / "review.json", lambda d: d.update(sample=[{"id": i} for i in others]))
 
 
 def _examples_on_checked(tmp: Path) -> list[str]:
@@ -632,6 +674,20 @@ CASES = [
     Case("verify: a report its own key added and signed again", _resigned(_report_added), 1, "data/report.html: in the bundle, but no field of the statement is computed from it"),
     Case("verify: another judge, signed again by its own key", _resigned(_judge_renamed), 1, "runs[run].judge.identity.name: 'gpt-4o' in the statement, 'fake-judge' recomputed"),
     Case("verify: labels dated after the statement's signing", _resigned(_labels_after_the_end, labelled=True), 1, "the time the labels are read as of"),
+    # review loop (issue 48)
+    Case("review.json: a sample not of its seed", _review_labels(lambda run, ids: _page_line(run, ids[0]), count=6, prepare=_cherry_picked), 2, '"sample" is not the draw of seed 7 over the run\'s 6 checked answers (answer'),
+    Case("review.json: the seed edited, then review", _review_again(_edit_review(lambda d: d.update(seed=8)), "--sample", "6"), 2, '"sample" is not the draw of seed 8'),
+    Case("review.json: method edited", _review_labels(lambda run, ids: _page_line(run, ids[0]), prepare=_edit_review(lambda d: d.update(method="stratified"))), 2, '"method" is \'stratified\', but auditor review draws \'uniform\''),
+    Case("review.json: population edited", _review_labels(lambda run, ids: _page_line(run, ids[0]), prepare=_edit_review(lambda d: d.update(population=30))), 2, '"population" is 30, but the answers it was drawn from'),
+    Case("review.json: an id the run does not have", _review_labels(lambda run, ids: _page_line(run, ids[1]), prepare=_edit_review(lambda d: d["sample"][0].update(id="zz"))), 2, "\"sample\" names answer 'zz', which is not among"),
+    Case("review.json: second review of the wrong count", _review_labels(lambda run, ids: _page_line(run, ids[0]), count=6, second=0.5, prepare=_edit_review(lambda d: d["second_review"].update(ids=[]))), 2, '"second_review" names 0 answers, but a share of 0.5 of the 6 drawn is 3'),
+    Case("review.json: second-review share nan", _review_labels(lambda run, ids: _page_line(run, ids[0]), prepare=_edit_review(lambda d: d.update(second_review={"share": float("nan"), "ids": []}))), 2, '"second_review" must have a "share" above 0 and at most 1 (not nan)'),
+    Case("review: --second-review nan", _review_again(lambda run: None, "--sample", "6", "--second-review", "nan"), 2, "Error: Invalid value for '--second-review': nan is not a share above 0 and at most 1"),
+    Case("labels: an adjudicator where the reviews agree", _review_labels(lambda run, ids: _page_line(run, ids[0]) + _page_line(run, ids[0], role="second", reviewer="Bo") + _page_line(run, ids[0], role="adjudicator", reviewer="Cy", hallucinated=True), second=1.0), 2, "l.jsonl:3: an adjudicator's label of 'a"),
+    Case("labels: an adjudicator with no second review", _review_labels(lambda run, ids: _page_line(run, ids[0]) + _page_line(run, ids[0], role="adjudicator", reviewer="Cy", hallucinated=True), second=1.0), 2, "without a second review of it in these labels"),
+    Case("labels: an adjudicator of their own review", _review_labels(lambda run, ids: _page_line(run, ids[0]) + _page_line(run, ids[0], role="second", reviewer="Bo", hallucinated=True) + _page_line(run, ids[0], role="adjudicator", reviewer="ANA"), second=1.0), 2, "is adjudicated by 'ANA', who made the first review (line 1); nobody adjudicates their own disagreement"),
+    Case("labels: a second review by the first reviewer, in capitals", _review_labels(lambda run, ids: _page_line(run, ids[0]) + _page_line(run, ids[0], role="second", reviewer="ANA"), second=1.0), 2, "is by 'ANA', who made the first (line 1, as 'Ana')"),
+    Case("labels: labelled before the run began", _review_labels(lambda run, ids: _page_line(run, ids[0], labelled_at="2026-11-30T09:00:00Z"), prepare=_began_on_the_first), 2, 'l.jsonl:1: "labelled_at" 2026-11-30T09:00:00Z is before '),
 ]  # fmt: skip
 
 

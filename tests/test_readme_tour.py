@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from auditor.cli import cli
 from auditor.config import EmbedderConfig
+from auditor.files import utc_now
 from auditor.generate.vllm_offline import VLLMGenerator
 from auditor.review import run_fingerprint
 from auditor.testing import FakeEmbedder, FakeGenerator, FakeJudge
@@ -139,7 +140,7 @@ def _write_page_labels(path: Path, run_dirs: list[Path]) -> None:
                     "fingerprint": run_fingerprint(manifest),
                     "hallucinated": number % 3 == 0,
                     "reviewer": "Ana",
-                    "labelled_at": "2026-12-06T10:00:00Z",
+                    "labelled_at": utc_now(),
                 }
             )
     assert rows, f"{path}: no drawn answer in {', '.join(map(str, run_dirs))} to label"

@@ -163,17 +163,43 @@ def test_a_damaged_review_file_is_one_line_and_the_report_is_still_written(
     assert "review-item" not in section
 
 
-def test_a_sample_drawn_for_another_run_is_flagged(
+def test_a_sample_drawn_for_another_run_is_flagged_and_not_shown(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """review.json of another run: one line naming it, and none of its answers to label
+    (their labels would be refused)."""
+    run = _checked(tmp_path, monkeypatch, count=6)
+    _review(run, 4)
+    review: dict[str, Any] = json.loads((run / "review.json").read_text())
+    review["fingerprint"] = "0123456789abcdef"
+    (run / "review.json").write_text(json.dumps(review), encoding="utf-8")
+    section = _section(_report(tmp_path, run))
+    assert _parse(section).ids == []
+    assert "drawn on another run (fingerprint 0123456789abcdef" in section
+    assert section.count('class="fail review-problem"') == 1
+
+
+def test_a_sample_naming_an_answer_the_run_does_not_have_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A drawn id that is not among the run's checked answers is said to be that (not "has
+    no label"), on the page and by `report --labels`."""
     run = _checked(tmp_path, monkeypatch, count=6)
     sample = _review(run, 4)
     review: dict[str, Any] = json.loads((run / "review.json").read_text())
-    review["fingerprint"] = "0123456789abcdef"
-    review["sample"].append({"id": "gone", "inclusion_probability": 0.5})
-    review["size"] += 1
+    review["sample"][0]["id"] = "gone"
     (run / "review.json").write_text(json.dumps(review), encoding="utf-8")
     section = _section(_report(tmp_path, run))
-    assert _parse(section).ids == sample
-    assert "drawn for another run (fingerprint 0123456789abcdef)" in section
-    assert "Drawn answer gone is not among this run" in section
+    assert _parse(section).ids == []
+    said = "names answer &#39;gone&#39;, which is not among"
+    assert said in section and "6 checked answers" in section
+    labels = tmp_path / "l.jsonl"
+    labels.write_text(
+        "".join(json.dumps({"id": i, "hallucinated": False}) + "\n" for i in sample[1:]),
+        encoding="utf-8",
+    )
+    args = ["report", str(run), "--labels", str(labels), "--history", str(tmp_path / "h.db")]
+    done = CliRunner().invoke(cli, args)
+    assert done.exit_code == 2
+    assert "\"sample\" names answer 'gone', which is not among" in done.stderr
+    assert "has no label" not in done.stderr

@@ -15,6 +15,7 @@ from click.testing import CliRunner, Result
 
 from auditor.claim_rows import Claim, flagged_at
 from auditor.cli import cli
+from auditor.files import utc_now
 from auditor.review import check_fingerprint, run_fingerprint
 from tests.test_review import _checked, _labels
 from tests.verify.test_calibrate import _labelled
@@ -41,7 +42,7 @@ def _line(run: Path, ident: str, **extra: Any) -> dict[str, Any]:
         "check_fingerprint": check_fingerprint(check),
         "hallucinated": _truth()[ident],
         "reviewer": "Ana",
-        "labelled_at": "2026-12-06T10:00:00Z",
+        "labelled_at": utc_now(),  # after the run began: a label cannot predate it
     } | extra
 
 
@@ -298,6 +299,9 @@ def test_label_fields_that_would_mislead_are_refused(
 def test_reviewers_times_compare_as_times(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Another zone and fractions of a second: the first and last label by time, not text."""
     run = _checked(tmp_path, monkeypatch, count=8)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["started_at"] = "2026-12-06T08:00:00+00:00"  # the labels below come after it
+    (run / "manifest.json").write_text(json.dumps(manifest))
     drawn = _drawn(run, 3)
     times = ["2026-12-06T10:00:00.500Z", "2026-12-06T11:30:00+02:00", "2026-12-06T10:00:00Z"]
     lines = [_line(run, i, labelled_at=t) for i, t in zip(drawn, times, strict=True)]
@@ -316,3 +320,158 @@ def test_a_utf16_labels_file_gets_the_utf16_command(
     path.write_bytes((json.dumps(_line(run, drawn[0])) + "\n").encode("utf-16"))
     done = _report(run, path)
     assert done.exit_code == 2 and "iconv -f utf-16 -t utf-8" in done.stderr
+
+
+# issue 48: no label, no reviewed figure; an adjudicator settles disagreements, nothing else;
+# a label cannot predate the run
+
+
+def test_labels_none_of_which_counts_make_no_reviewed_figure_and_fail_its_gate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every label outside the drawn sample, kept for the judge's agreement: not reviewed
+    (not 0.0 % over n=0), the gate fails "not measured", and the bundle signs it failed."""
+    from auditor.evidence.build import plan_bundle
+    from auditor.gates import parse_gate
+    from auditor.review import read_review_labels
+
+    run = _checked(tmp_path, monkeypatch, count=30)
+    drawn = _drawn(run, 12)
+    outside = sorted({f"a{k}" for k in range(30)} - set(drawn))[:3]
+    labels = _labels(tmp_path / "l.jsonl", [_line(run, i) for i in outside])
+    gate = "reviewed_hallucination_rate<=0.5"
+    keep = ("--labels-outside-sample", "keep")
+    done = _report(run, labels, *keep, "--gate", gate, "--out", str(tmp_path / "r.html"))
+    assert done.exit_code == 1, done.output
+    assert f"FAIL {gate} on run (value not measured)" in done.output
+    assert "Error: gate failed: reviewed_hallucination_rate<=0.5 on run" in done.stderr
+    summary = json.loads((run / "summary.json").read_text())
+    reviewed = summary["reviewed"]
+    assert reviewed["labels"] == 0 and reviewed["labels_outside_sample"] == 3
+    assert reviewed["answer_rate"] is None and reviewed["goodput_tps"] is None
+    assert "no label counts in a rate (3 outside the drawn sample)" in reviewed["rate_withheld"]
+    assert reviewed["judge_specificity"] is not None  # the kept labels: the judge's agreement
+    assert summary["metrics"]["reviewed_hallucination_rate"]["value"] is None
+    assert summary["metrics"]["goodput_tps_reviewed"]["value"] is None
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "not reviewed: no label counts in a rate (3 outside the drawn sample)" in html
+    assert "0.0 %" not in html.split('id="reviewed-note"')[-1].split("</p>")[0]
+    plan = plan_bundle(
+        [run],
+        labels=read_review_labels(labels),
+        labels_path=labels,
+        labels_outside="keep",
+        gates=[parse_gate(gate)],
+    )
+    assert plan.predicate["gates"] == [
+        {"gate": gate, "pipeline": "run", "value": None, "passed": False}
+    ]
+    figures = plan.predicate["runs"][0]["figures"]
+    assert figures["metrics"]["reviewed_hallucination_rate"]["value"] is None
+    assert figures["reviewed_labels"] == 0
+
+
+def test_an_adjudicator_settles_only_where_the_two_reviews_disagree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue's case: adjudicator lines on answers nobody disagreed on (they would turn the
+    first review's rate into the adjudicator's) are refused naming the line, and so are those
+    without a second review, or without a first."""
+    run = _checked(tmp_path, monkeypatch, count=20)
+    drawn = _drawn(run, 8, "--second-review", "0.5")
+    review = json.loads((run / "review.json").read_text())
+    second = [i for i in drawn if i in set(review["second_review"]["ids"])]
+    alone = next(i for i in drawn if i not in set(second))
+    first = [_line(run, i) for i in drawn]
+    agreeing = [_line(run, i, role="second", reviewer="Bo") for i in second]
+    # the adjudicator "settles" every double-reviewed answer, though the two agree on each
+    settling = [
+        _line(run, i, role="adjudicator", reviewer="Cy", hallucinated=False) for i in second
+    ]
+    done = _report(run, _labels(tmp_path / "a.jsonl", first + agreeing + settling))
+    assert done.exit_code == 2
+    at = len(first) + len(agreeing) + 1
+    assert (
+        f"a.jsonl:{at}: an adjudicator's label of 'run/{second[0]}', on which the first "
+        f"(line {drawn.index(second[0]) + 1}) and second (line {len(first) + 1}) reviews agree; "
+        "an adjudicator settles only a disagreement: drop the line"
+    ) in done.stderr, done.stderr
+    # on an answer without a second review
+    done = _report(
+        run,
+        _labels(
+            tmp_path / "b.jsonl",
+            [*first, _line(run, alone, role="adjudicator", reviewer="Cy", hallucinated=False)],
+        ),
+    )
+    assert done.exit_code == 2
+    assert (
+        f"b.jsonl:{len(first) + 1}: an adjudicator's label of 'run/{alone}' without a second "
+        "review" in done.stderr
+    )
+    # on an answer without a first review in the file
+    done = _report(
+        run,
+        _labels(
+            tmp_path / "c.jsonl",
+            [*first[1:], _line(run, drawn[0], role="adjudicator", reviewer="Cy")],
+        ),
+    )
+    assert done.exit_code == 2
+    assert (
+        f"c.jsonl:{len(first)}: an adjudicator's label of 'run/{drawn[0]}' without a first"
+        in done.stderr
+    )
+
+
+def test_nobody_adjudicates_their_own_disagreement_and_names_compare_as_people(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ana, ANA and ana (and Ana in full-width letters) are one person: she cannot review the
+    answer a second time, nor settle a disagreement she is part of."""
+    run = _checked(tmp_path, monkeypatch, count=20)
+    drawn = _drawn(run, 8, "--second-review", "0.5")
+    review = json.loads((run / "review.json").read_text())
+    second = [i for i in drawn if i in set(review["second_review"]["ids"])]
+    apart = second[0]
+    first = [_line(run, i) for i in drawn]  # by "Ana"
+    differing = _line(run, apart, role="second", reviewer="Bo", hallucinated=not _truth()[apart])
+    again = _line(run, apart, role="second", reviewer="ana")
+    done = _report(run, _labels(tmp_path / "a.jsonl", [*first, again]))
+    assert done.exit_code == 2
+    assert (
+        f"a.jsonl:{len(first) + 1}: the second review of 'run/{apart}' is by 'ana', who made the "
+        f"first (line {drawn.index(apart) + 1}, as 'Ana')" in done.stderr
+    )
+    for name in ("ANA", "\uff21\uff4e\uff41", "bo"):
+        own = _line(run, apart, role="adjudicator", reviewer=name)
+        done = _report(run, _labels(tmp_path / "b.jsonl", [*first, differing, own]))
+        assert done.exit_code == 2, name
+        assert (
+            f"b.jsonl:{len(first) + 2}: 'run/{apart}' is adjudicated by {name!r}, who made the "
+            in done.stderr
+        )
+        assert "nobody adjudicates their own disagreement" in done.stderr
+    settled = _line(run, apart, role="adjudicator", reviewer="Cy")
+    done = _report(run, _labels(tmp_path / "c.jsonl", [*first, differing, settled]))
+    assert done.exit_code == 0, done.output
+
+
+def test_a_label_made_before_the_run_began_is_refused_naming_the_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = _checked(tmp_path, monkeypatch, count=12)
+    drawn = _drawn(run, 4)
+    began = json.loads((run / "manifest.json").read_text())["started_at"]
+    lines = [_line(run, i) for i in drawn]
+    lines[2]["labelled_at"] = "2026-01-05T09:00:00Z"
+    done = _report(run, _labels(tmp_path / "l.jsonl", lines))
+    assert done.exit_code == 2
+    assert (
+        f'l.jsonl:3: "labelled_at" 2026-01-05T09:00:00Z is before {run} began '
+        f"({began.replace('+00:00', 'Z')}): a label cannot predate the answers it labels"
+    ) in done.stderr
+    # a label from a spreadsheet (no fingerprint) of imported answers may predate the import
+    sheet = [{k: v for k, v in line.items() if k != "fingerprint"} for line in lines]
+    done = _report(run, _labels(tmp_path / "s.jsonl", sheet))
+    assert done.exit_code == 0, done.output

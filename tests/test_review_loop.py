@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from auditor.cli import cli
+from auditor.files import utc_now
 from auditor.review import check_fingerprint, run_fingerprint
 from auditor.verify.examples import ExampleBook
 from tests.test_audit import DOCS, QUESTIONS
@@ -43,7 +44,7 @@ def _page_label(run: Path, ident: str, hallucinated: bool, **extra: Any) -> dict
         "check_fingerprint": _check_fingerprint(run),
         "hallucinated": hallucinated,
         "reviewer": "Ana",
-        "labelled_at": "2026-12-06T10:00:00Z",
+        "labelled_at": utc_now(),
     } | extra
 
 
@@ -54,7 +55,8 @@ def test_labels_outside_the_drawn_sample_are_refused_or_kept_out_of_the_rate(
     drawn = _drawn(run, 12)
     outside = sorted({f"a{k}" for k in range(30)} - set(drawn))[:3]
     truth = {r["id"]: r["hallucinated"] for r in _labelled(30, wrong_every=3)}
-    rows = [_page_label(run, i, truth[i]) for i in drawn + outside]
+    when = utc_now()
+    rows = [_page_label(run, i, truth[i], labelled_at=when) for i in drawn + outside]
     labels = _labels(tmp_path / "labels.jsonl", rows)
     history = str(tmp_path / "h.db")
     runner = CliRunner()
@@ -85,8 +87,8 @@ def test_labels_outside_the_drawn_sample_are_refused_or_kept_out_of_the_rate(
             "name": "Ana",
             "role": "first",
             "labels": 15,
-            "first": "2026-12-06T10:00:00Z",
-            "last": "2026-12-06T10:00:00Z",
+            "first": when.replace("+00:00", "Z"),
+            "last": when.replace("+00:00", "Z"),
         }
     ]
     assert (
@@ -156,6 +158,10 @@ def test_audit_labels_are_checked_before_any_engine_starts(
         (
             {"id": "q1", "hallucinated": True, "fingerprint": "0123abcd0123abcd"},
             "labelled on the review page of another run (fingerprint 0123abcd0123abcd, ",
+        ),
+        (  # the run begins after this: a label made before cannot be of its answers
+            {"id": "q1", "hallucinated": True, "labelled_at": "2026-12-01T09:00:00Z"},
+            '"labelled_at" 2026-12-01T09:00:00Z is before ',
         ),
     ]
     for row, message in cases:

@@ -14,7 +14,7 @@ import pytest
 
 from auditor.report import _evidence_at, _marked_pieces, _review_views
 from auditor.results import RunArtifacts
-from auditor.review import population_sha256, run_fingerprint
+from auditor.review import check_fingerprint, choose_sample, run_fingerprint
 
 CHUNK = (
     "Returns are free.  Unopened thermostats can be\nreturned within 30 days. Opened ones cannot."
@@ -93,17 +93,13 @@ def _run(tmp_path: Path, threshold: float | None) -> RunArtifacts:
         {"id": "q3", "claims": [_claim("Yes.", None, "unsupported", 0.1)]},
     ]
     manifest = {"pipeline": {"name": "p"}}
-    review = {
-        "schema_version": 2,
-        "seed": 0,
-        "size": 2,
-        "population": 3,
-        "population_sha256": population_sha256(["q1", "q2", "q3"]),
-        "fingerprint": run_fingerprint(manifest),
-        "sample": [{"id": "q1"}, {"id": "q2"}],
-    }
-    (tmp_path / "review.json").write_text(json.dumps(review), encoding="utf-8")
     judge = None if threshold is None else {"judge": {"config": {"support_threshold": threshold}}}
+    # seed 2 draws q1, then q2 (review.json is the draw of its seed, or not shown)
+    review = choose_sample(
+        ["q1", "q2", "q3"], 2, 2, run_fingerprint(manifest), check_fingerprint(judge)
+    )
+    assert review.sample == ["q1", "q2"]
+    (tmp_path / "review.json").write_text(json.dumps(review.to_json()), encoding="utf-8")
     return RunArtifacts(tmp_path, manifest, records, checks, judge)
 
 

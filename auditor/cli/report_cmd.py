@@ -129,6 +129,8 @@ def _reviewed_cells(summary: dict[str, Any]) -> tuple[str, str]:
     if not review:
         return "no labels", "n/a"
     rate = review["answer_rate"]
+    if rate is None:  # labels, none of them counting in a rate
+        return "not reviewed", "n/a"
     goodput = review.get("goodput_tps")
     return (
         f"{rate['value']:.1%} ({rate['low']:.0%}-{rate['high']:.0%}, n={review['labels']})",
@@ -138,7 +140,7 @@ def _reviewed_cells(summary: dict[str, Any]) -> tuple[str, str]:
 
 def _reviewed_cell(summary: dict[str, Any]) -> str:
     review = summary.get("reviewed")
-    if not review:
+    if not review or not review.get("answer_rate"):
         return "-"
     return f"{review['answer_rate']['value']:.1%} ({review['labels']})"
 

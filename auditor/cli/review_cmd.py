@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -11,6 +13,15 @@ from auditor.review import draw_review, write_review
 from auditor.reviewed import labels_advice, reviewed_rate
 
 __all__ = ["review"]
+
+
+def _share(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """A share of the drawn answers: a number above 0 and at most 1 (nan, inf refused)."""
+    if value is None:
+        return None
+    if not math.isfinite(value) or not 0 < value <= 1:
+        raise click.BadParameter(f"{value} is not a share above 0 and at most 1 (e.g. 0.2)")
+    return value
 
 
 @click.command()
@@ -31,11 +42,12 @@ __all__ = ["review"]
 @click.option(
     "--second-review",
     "second_share",
-    type=click.FloatRange(0.0, 1.0, min_open=True),
+    type=float,
+    callback=_share,
     default=None,
-    help="Share of the drawn answers a second person reviews blind (e.g. 0.2): the report "
-    "gives the two reviews' agreement (Cohen's kappa) and an adjudicator settles where they "
-    "differ. It may grow later, not shrink.",
+    help="Share of the drawn answers a second person reviews blind (e.g. 0.2: round(0.2 x N) "
+    "of them, at least 1): the report gives the two reviews' agreement (Cohen's kappa) and an "
+    "adjudicator settles where they differ. It may grow later, not shrink.",
 )
 def review(
     run_dirs: tuple[Path, ...], size: int, seed: int | None, second_share: float | None
@@ -53,11 +65,10 @@ def review(
     for run, sample, earlier in plans:
         write_review(run.run_dir, sample, earlier)
         grew = f" ({sample.size - size} more: new answers fell among those drawn before)"
-        second = sample.second_review
         click.echo(
             f"{run.name}: {sample.size} of {len(sample.population)} answers to review (uniform, "
             f"seed {sample.seed}){grew if sample.size > size else ''}"
-            + (f", {len(second)} of them for a blind second review" if second else "")
+            + _second_said(sample)
             + f" -> {run.run_dir / 'review.json'}"
         )
         # how many labels a rate needs, before any is made (the widest a rate can be)
@@ -68,3 +79,16 @@ def review(
         f"review them in the report's review section (auditor report {dirs}), download the "
         f"labels, then: auditor report {dirs} --labels labels.jsonl"
     )
+
+
+def _second_said(sample: Any) -> str:
+    """What the share drew for a second review, in words (none said where none was asked)."""
+    if sample.second_share <= 0:
+        return ""
+    second = sample.second_review
+    if not second:
+        return (
+            f", none for a second review (a share of {sample.second_share:g} of no drawn "
+            "answer is none)"
+        )
+    return f", {len(second)} of them for a blind second review (share {sample.second_share:g})"

@@ -11,7 +11,7 @@ from typing import Any
 from auditor.calibrate import Calibration
 from auditor.gates import Gate, GateResult, evaluate_gates, parse_gate
 from auditor.results import RunArtifacts, summarize_run
-from auditor.review import ReviewLabel, assign_labels
+from auditor.review import ReviewLabel, assign_labels, read_checked_review
 
 __all__ = ["MISSING", "compare", "gate_results", "gates_of", "headline_figures", "summarize_runs"]
 
@@ -42,6 +42,7 @@ def summarize_runs(
         else {}
     )
     for run in runs:
+        read_checked_review(run)  # review.json is the draw of its seed, labelled or not
         summarize_run(run, calibration, by_pipeline.get(run.name))
     return evaluate_gates(gates, {run.name: run.summary for run in runs})
 

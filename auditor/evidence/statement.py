@@ -20,7 +20,7 @@ from auditor.evidence.figures import gate_results, headline_figures
 from auditor.gates import GateResult
 from auditor.ingest.manifest import MANIFEST_NAME, parse_manifest
 from auditor.results import RunArtifacts
-from auditor.review import REVIEW, ReviewLabel, read_review
+from auditor.review import REVIEW, ReviewLabel, read_checked_review
 from auditor.store import CHECK_MANIFEST, CHECKS, MANIFEST, RECORDS
 
 __all__ = [
@@ -202,7 +202,7 @@ def run_predicate(run: RunArtifacts, files: Mapping[str, bytes]) -> dict[str, An
     judge = (run.check_manifest or {}).get("judge", {})
     reviewed = run.summary.get("reviewed") or {}
     questions = manifest.get("questions") or manifest.get("source") or {}
-    review = read_review(run.run_dir)
+    review = read_checked_review(run)
     return {
         "pipeline": run.name,
         "run_dir": run_folder(run.name),

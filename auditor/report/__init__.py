@@ -32,7 +32,7 @@ from auditor.goodput import METRICS
 from auditor.history import KEY_METRICS, AuditRow, Regression, regressions
 from auditor.report import charts
 from auditor.results import RunArtifacts
-from auditor.review import check_fingerprint, read_review, run_fingerprint
+from auditor.review import check_fingerprint, read_checked_review, run_fingerprint
 
 __all__ = ["refuse_shared_names", "render_report"]
 
@@ -165,6 +165,8 @@ def _pipeline_view(
         "manifest": run.manifest,
         "check_manifest": run.check_manifest or {},
         "summary": run.summary,
+        # people's labels made a reviewed rate (labels none of which counts make none)
+        "reviewed_rate": _has_reviewed_rate(run.summary),
         "gates": [g for g in gate_results if g.pipeline == run.name],
         "baseline": baseline,
         "regressions": found,
@@ -295,14 +297,15 @@ def _review_views(runs: Sequence[RunArtifacts]) -> dict[str, Any]:
     """The review section: per run with a review.json, its sampled answers in the order drawn
     (`_review_item`), the run's fingerprint its labels carry and the judge's flags the page's
     provisional rate needs (as `review_summary` counts them: one per check row); the runs
-    without one; and a line per unreadable review.json (the report is still written: the
-    review is not needed for the figures)."""
+    without one; and a line per review.json that is unreadable or not the draw it says it is
+    (`read_checked_review`: of another run or check, stale, edited; the report is still
+    written, the review is not needed for the figures)."""
     reviews: list[dict[str, Any]] = []
     unreviewed: list[str] = []
     problems: list[str] = []
     for index, run in enumerate(runs):
         try:
-            review = read_review(run.run_dir)
+            review = read_checked_review(run)
         except BadInput as exc:
             problems.append(f"{exc}; the review of {run.name} is not shown")
             log.warning(problems[-1])  # on the terminal too, not only inside the HTML
@@ -330,7 +333,6 @@ def _review_views(runs: Sequence[RunArtifacts]) -> dict[str, Any]:
                 continue
             item = _review_item(record, views[record["id"]], checks.get(ident), threshold)
             items.append(item | {"second": ident in second_ids})
-        drawn_for = review.get("fingerprint")
         reviews.append(
             {
                 "name": run.name,
@@ -351,12 +353,6 @@ def _review_views(runs: Sequence[RunArtifacts]) -> dict[str, Any]:
                         for row in run.checks
                     ],
                 },
-                "problem": (
-                    f"review.json was drawn for another run (fingerprint {drawn_for}); draw "
-                    f"again with `auditor review {run.run_dir}` after removing it"
-                    if drawn_for and drawn_for != fingerprint
-                    else None
-                ),
             }
         )
     agreements = [found for index, run in enumerate(runs) if (found := _agreement_view(run, index))]
@@ -439,6 +435,11 @@ def _agreement_view(run: RunArtifacts, index: int) -> dict[str, Any] | None:
     }
 
 
+def _has_reviewed_rate(summary: dict[str, Any]) -> bool:
+    """Whether people's labels made a reviewed rate (some label counted in it)."""
+    return bool((summary.get("reviewed") or {}).get("answer_rate"))
+
+
 def _said(hallucinated: Any) -> str:
     return "hallucinated" if hallucinated is True else "not hallucinated"
 
@@ -477,7 +478,7 @@ def render_report(
     # with labels for every pipeline, the headline is the people's: the reviewed rates
     # (the two best by goodput; without throughput, by the reviewed rate)
     reviewed_pair = None
-    if len(runs) >= 2 and all(run.summary.get("reviewed") for run in runs):
+    if len(runs) >= 2 and all(_has_reviewed_rate(run.summary) for run in runs):
         best = (
             ranked
             if len(ranked) >= 2

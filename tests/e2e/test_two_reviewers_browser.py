@@ -1,8 +1,9 @@
 """Two reviewers and an adjudicator in a real headless Chromium: `auditor review --sample 12
---second-review 0.5`, a first reviewer marking every drawn answer, a second reviewer in the same
-browser who sees only the answers drawn for the second review, in the order drawn, and none of
-the first's marks or notes (blind, also after a reload), and an adjudicator who loads both
-downloaded files from disk and settles the answers they disagree on. The three downloads,
+--second-review 0.5` (6 of the 12 for the second review), a first reviewer marking every drawn
+answer, a second reviewer in the same browser who sees only the answers drawn for the second
+review, in the order drawn, and none of the first's marks or notes (blind, also after a
+reload), and an adjudicator who loads both downloaded files from disk (the file picker shown in
+that role only) and settles the answers they disagree on. The three downloads,
 concatenated untouched, go to `auditor report --labels`: summary.json and the report carry
 Cohen's kappa, the disagreements settled by the adjudicator and the reviewed rate."""
 
@@ -91,7 +92,7 @@ def test_first_second_blind_and_adjudicator_through_the_page_to_kappa_and_the_ra
     sample = [s["id"] for s in review["sample"]]
     assert review["second_review"]["share"] == 0.5
     second_ids = [i for i in sample if i in set(review["second_review"]["ids"])]
-    assert len(second_ids) >= 3, second_ids  # the fixture's draw: enough to disagree on two
+    assert len(second_ids) == 6, second_ids  # round(0.5 x 12) of the drawn answers
     history = str(tmp_path / "h.db")
     done = runner.invoke(cli, ["report", str(run), "--history", history])
     assert done.exit_code == 0, done.output
@@ -114,6 +115,7 @@ def test_first_second_blind_and_adjudicator_through_the_page_to_kappa_and_the_ra
         # the first review: every drawn answer, in the order drawn
         assert page.locator("#review-role").input_value() == "first"
         assert _visible(page) == sample
+        assert not page.locator("#review-adjudicate").is_visible()  # only to adjudicate
         page.locator("#review-reviewer").fill("Ada")
         _mark_shown_by_keys(page, [first[i] for i in sample])
         noted = page.locator(f"article.review-item[data-id='{apart[0]}']")
@@ -136,6 +138,7 @@ def test_first_second_blind_and_adjudicator_through_the_page_to_kappa_and_the_ra
             assert not page.locator("#review-rate-0").is_visible()
             assert page.locator("#review-download").is_disabled()
             assert "Ada" not in page.locator("#review").inner_text()
+            assert not page.locator("#review-adjudicate").is_visible()
             page.reload()
             page.wait_for_load_state("load")
         assert page.locator("#review-role").input_value() == "second"

@@ -180,11 +180,29 @@
       reload();
     });
   }
-  // a mark needs a name: each label says who made it
-  function signed() {
+  // a name as people read it (as `auditor.labels.same_person`): NFKC, case aside, one space
+  function person(name) {
+    return String(name || "").normalize("NFKC").toLowerCase().split(/\s+/).filter(Boolean).join(" ");
+  }
+
+  // the review of `item`'s dispute the adjudicator named made ("first", "second"), else ""
+  function ownReview(item) {
+    var both = item ? disagreement(item) : null;
+    var me = person(reviewer());
+    if (!both || !me) { return ""; }
+    if (person(both.first.reviewer) === me) { return "first"; }
+    return person(both.second.reviewer) === me ? "second" : "";
+  }
+
+  // a mark needs a name: each label says who made it; an adjudicator settles other people's
+  // disagreement, never their own (`report --labels` refuses it)
+  function signed(item) {
     if (reviewer()) {
-      message.textContent = "";
-      return true;
+      var own = role() === "adjudicator" ? ownReview(item) : "";
+      message.textContent = own
+        ? "You made the " + own + " review of this answer: nobody adjudicates their own disagreement; another person settles it."
+        : "";
+      return !own;
     }
     message.textContent = "Type your name first: each label says who marked it.";
     if (reviewerInput) {
@@ -516,7 +534,7 @@
   function utcNow() { return new Date().toISOString().replace(/\.\d+Z$/, "Z"); }
 
   function setAnswer(item, value, toggle) {
-    if (!signed()) { return; }
+    if (!signed(item)) { return; }
     var mark = markOf(item);
     mark.hallucinated = toggle && mark.hallucinated === value ? null : value;
     mark.reviewer = mark.hallucinated === null ? "" : reviewer();
@@ -533,7 +551,7 @@
       if (button.dataset.mark) {
         setAnswer(item, button.dataset.mark === "yes", true);
       } else if (button.dataset.judge) {
-        if (!signed()) { return; }
+        if (!signed(item)) { return; }
         var claim = Number(button.closest("li.review-claim").dataset.claim);
         var mark = markOf(item);
         var right = button.dataset.judge === "right";
