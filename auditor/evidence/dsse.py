@@ -185,8 +185,9 @@ class Envelope:
             )
             if first is not None:  # would list one signer twice with the one key given
                 raise EnvelopeError(
-                    f"{where} repeats signature {first} (key {item['keyid'][:16]} as "
-                    f"{item['role']}): a key signs once in a role; the envelope was edited"
+                    f"{where} duplicates signature {first} (key {item['keyid'][:16]} as "
+                    f"{item['role']}): a key signs once in a role, not twice; the envelope "
+                    "was edited"
                 )
             entries.append(
                 SignatureEntry(

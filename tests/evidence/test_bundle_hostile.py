@@ -406,10 +406,10 @@ def test_a_repeated_signature_is_refused_by_verify_and_by_sign(
     envelope["signatures"] *= 2
     twice = tmp_path / "twice.tar"
     twice.write_bytes(tar_bytes(files | {ENVELOPE: json.dumps(envelope).encode()}, 0))
-    _one_line(verify(twice, key), 1, "signature 2 repeats signature 1")
+    _one_line(verify(twice, key), 1, "signature 2 duplicates signature 1")
     before = twice.read_bytes()
     reviewer = make_key(tmp_path, "reviewer.key", PASSPHRASE_ENV)
-    _one_line(sign(twice, reviewer, "reviewer", key), 1, "signature 2 repeats signature 1")
+    _one_line(sign(twice, reviewer, "reviewer", key), 1, "signature 2 duplicates signature 1")
     assert twice.read_bytes() == before
 
 
