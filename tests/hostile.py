@@ -281,7 +281,8 @@ def build(root: Path, answers: int = 30, audit: bool = True) -> Base:
              "--labels", root / "labels.jsonl", "--gate", "hallucination_rate<=0.5",
              "--gate", "reviewed_hallucination_rate<=0.9"])  # fmt: skip
     shutil.copy(root / "bundle.tar", root / "signed.tar")
-    _invoke(["sign", root / "signed.tar", "--key", keys / "reviewer.key", "--role", "reviewer",
+    _invoke(["sign", root / "signed.tar", "--key", keys / "reviewer.key",
+             "--trust", keys / "auditor.key.pub", "--role", "reviewer",
              "--passphrase-env", PASS_ENV])  # fmt: skip
     _, envelope, statement = open_bundle(root / "bundle.tar")
     base.clean_predicate = statement["predicate"]
@@ -569,7 +570,9 @@ class Workspace:
 
     def sign(self, bundle: Path | str = "bundle.tar", key: str = "reviewer") -> list[Any]:
         target = bundle if isinstance(bundle, Path) else self.p(bundle)
-        return ["sign", target, "--key", self.p(f"keys/{key}.key"), "--role", "reviewer",
+        # the bundler's key trusted (sign verifies the bundle first: issue 48)
+        return ["sign", target, "--key", self.p(f"keys/{key}.key"),
+                "--trust", self.p("keys/auditor.key.pub"), "--role", "reviewer",
                 "--passphrase-env", PASS_ENV]  # fmt: skip
 
 
@@ -2214,6 +2217,9 @@ def _verify_cases() -> None:
 
     def summary_edit(files: dict[str, bytes], statement: dict[str, Any]) -> None:
         name = "data/runs/first/summary.json"
+        if name not in files:  # bags hold records only: a summary is added, with a false rate
+            files[name] = b'{"reviewed": {"answer_rate": {"value": 0.01}}}\n'
+            return
         data = json.loads(files[name])
         data["reviewed"]["answer_rate"]["value"] = 0.01
         data["metrics"]["reviewed_hallucination_rate"]["value"] = 0.01
@@ -2249,6 +2255,9 @@ def _verify_cases() -> None:
 
     def report_rate(ws_rate: str) -> Callable[[dict[str, bytes], dict[str, Any]], None]:
         def edit(files: dict[str, bytes], statement: dict[str, Any]) -> None:
+            if "data/report.html" not in files:  # bags hold records only: a report is added
+                files["data/report.html"] = f"<p>hallucinated claims: {ws_rate}</p>\n".encode()
+                return
             text = files["data/report.html"].decode()
             found = re.search(r"\d+\.\d%", text)
             if not found:
@@ -2610,18 +2619,20 @@ def _sign_cases() -> None:
 
         def check(ws: Workspace, ran: Ran) -> str | None:
             mode = stat.S_IMODE(os.stat(ws.p("bundle.tar")).st_mode)
-            return f"a read-only (0444) bundle replaced, now {mode:o}"
+            if mode != 0o444:
+                return f"a read-only (0444) bundle replaced, now {mode:o}"
+            return signed()(ws, ran)
 
         return Call(ws.sign(), check, ("bundle.tar",))
 
+    # issue 48: the signed bundle keeps its mode (replaced by a rename in its directory)
     add(
         "sg-read-only",
         cls,
         "sign",
-        "refused",
+        "honest",
         read_only,
-        ("read-only|permission",),
-        "sign a 0444 bundle",
+        what="sign a 0444 bundle: signed, still 0444",
     )
 
     def hard_linked(ws: Workspace) -> Call:
@@ -2636,13 +2647,15 @@ def _sign_cases() -> None:
 
         return Call(ws.sign(), check, ("bundle.tar", "copy.tar"))
 
+    # issue 48 chose refusal: a rename necessarily breaks the link, and an in-place rewrite
+    # could leave a torn bundle at every link
     add(
         "sg-hard-link",
         cls,
         "sign",
-        "honest",
+        "refused",
         hard_linked,
-        ("link",),
+        ("hard link",),
         "sign a bundle with a second hard link",
     )
 
@@ -2742,8 +2755,10 @@ def _keygen_cases() -> None:
 
     for size in (1023, 1024, 4096):
         secret = ("k" * size)[:size]
-        add(f"kg-passphrase-{size}", cls, "keygen", "honest",
+        # over 1,023 bytes no key can be encrypted with it: keygen refuses (issue 48)
+        add(f"kg-passphrase-{size}", cls, "keygen", "honest" if size <= 1023 else "refused",
             lambda ws, s=secret: keygen(ws, "keys/new.key", s, honest=key_usable("keys/new.key", s)),
+            () if size <= 1023 else ("1,023",),
             what=f"a passphrase of {size:,} bytes (the key must load with it, or keygen refuse)")  # fmt: skip
     add("kg-passphrase-unicode", cls, "keygen", "honest",
         lambda ws: keygen(ws, "keys/new.key", "pässwörd ✓", honest=key_usable("keys/new.key", "pässwörd ✓")),

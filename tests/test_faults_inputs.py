@@ -510,6 +510,171 @@ def _examples_on_checked(tmp: Path) -> list[str]:
     return ["check", str(run), "--examples", str(examples)]
 
 
+# bundle, sign, keygen (issue 48): keys and bundles made by the case, a passphrase from an
+# environment variable of the suite's own (set by the case: the command reads it)
+FAULT_PASSPHRASE_ENV = "AUDITOR_FAULTS_PASSPHRASE"
+
+
+def _keys(tmp: Path, *names: str) -> list[Path]:
+    """Key pairs (KEY, KEY.pub) under tmp/keys, with the suite's passphrase."""
+    from auditor.evidence.keys import generate_key
+
+    os.environ.setdefault(FAULT_PASSPHRASE_ENV, "fault suite")
+    (tmp / "keys").mkdir(exist_ok=True)
+    made = [tmp / "keys" / name for name in names]
+    for key in made:
+        generate_key(key, os.environ[FAULT_PASSPHRASE_ENV].encode())
+    return made
+
+
+def _bundled(tmp: Path, run: Path | None = None, key: Path | None = None) -> tuple[Path, Path]:
+    """A bundle of a good run signed by the bundler's key: (bundle, key)."""
+    run = run or _good_run(tmp)
+    key = key or _keys(tmp, "auditor.key")[0]
+    out = tmp / "a.tar"
+    signing = ["--key", str(key), "--out", str(out), "--passphrase-env", FAULT_PASSPHRASE_ENV]
+    done = CliRunner().invoke(cli, ["bundle", str(run), *signing])
+    assert done.exit_code == 0, done.output
+    return out, key
+
+
+def _audited(tmp: Path) -> Path:
+    """A run dir audited with the fakes, with an index and a question set (tmp/index,
+    tmp/q.jsonl)."""
+    from tests.test_audit import GOOD
+    from tests.test_audit import _audit as _audit_with_fakes
+
+    index = _index(tmp)
+    questions = _write(
+        tmp / "q.jsonl", json.dumps(QUESTION) + "\n" + json.dumps(QUESTION | {"id": "q2"}) + "\n"
+    )
+    _audit_with_fakes((index, questions), tmp / "audit", {"good": GOOD})
+    return tmp / "audit" / "good"
+
+
+def _bundle_after(move: Callable[[Path], None], *extra: str) -> Callable[[Path], list[str]]:
+    """`bundle` of an audited run after `move(tmp)` took one of its inputs away."""
+
+    def make(tmp: Path) -> list[str]:
+        run = _audited(tmp)
+        (key,) = _keys(tmp, "auditor.key")
+        move(tmp)
+        return [
+            "bundle", str(run), "--key", str(key), "--out", str(tmp / "a.tar"),
+            "--passphrase-env", FAULT_PASSPHRASE_ENV, *extra,
+        ]  # fmt: skip
+
+    return make
+
+
+def _verify_packed(pack: Callable[[bytes], bytes], name: str) -> Callable[[Path], list[str]]:
+    def make(tmp: Path) -> list[str]:
+        bundle, key = _bundled(tmp)
+        packed = _write(tmp / name, pack(bundle.read_bytes()))
+        return ["verify", str(packed), "--key", f"{key}.pub"]
+
+    return make
+
+
+def _zipped(data: bytes) -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("a.tar", data)
+    return buffer.getvalue()
+
+
+def _gzipped(data: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(data, mtime=0)
+
+
+def _verify_sparse(tmp: Path) -> list[str]:
+    from tests.evidence.test_bundle_hostile import _sparse_header, _with_raw_member
+
+    bundle, key = _bundled(tmp)
+    header = _sparse_header("data/big.bin", 512, 64 * 1024**2)  # 20 GiB: refused the same
+    _with_raw_member(bundle, bundle, header, b"x" * 512)
+    return ["verify", str(bundle), "--key", f"{key}.pub"]
+
+
+def _envelope_edited(change: Callable[[dict], None]) -> Callable[[Path], tuple[Path, Path]]:
+    def make(tmp: Path) -> tuple[Path, Path]:
+        from auditor.evidence.bag import ENVELOPE, read_tar, tar_bytes
+
+        bundle, key = _bundled(tmp)
+        files = read_tar(bundle)
+        envelope = json.loads(files[ENVELOPE])
+        change(envelope)
+        bundle.write_bytes(tar_bytes(files | {ENVELOPE: json.dumps(envelope).encode()}, 0))
+        return bundle, key
+
+    return make
+
+
+def _sign(
+    prepare: Callable[[Path], tuple[Path, Path]], *, trust: bool = True
+) -> Callable[[Path], list[str]]:
+    """`sign` by a reviewer of the bundle `prepare` makes (trusting the bundler's key)."""
+
+    def make(tmp: Path) -> list[str]:
+        bundle, key = prepare(tmp)
+        (reviewer,) = _keys(tmp, "reviewer.key")
+        return [
+            "sign", str(bundle), "--key", str(reviewer), "--role", "reviewer",
+            "--passphrase-env", FAULT_PASSPHRASE_ENV, *(["--trust", f"{key}.pub"] if trust else []),
+        ]  # fmt: skip
+
+    return make
+
+
+def _hard_linked(tmp: Path) -> tuple[Path, Path]:
+    bundle, key = _bundled(tmp)
+    os.link(bundle, tmp / "kept.tar")
+    return bundle, key
+
+
+def _inflated(tmp: Path) -> tuple[Path, Path]:
+    """A bundle whose statement says a hallucination rate its records do not give."""
+    from auditor.evidence import statement as build  # computes the predicate
+
+    real = build.headline_figures
+
+    def inflated(run: object) -> dict:
+        figures = real(run)  # type: ignore[arg-type]
+        figures["metrics"]["hallucination_rate"]["value"] = 0.5
+        return figures
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(build, "headline_figures", inflated)
+        return _bundled(tmp)
+
+
+def _keygen_long_passphrase(tmp: Path) -> list[str]:
+    os.environ.setdefault("AUDITOR_FAULTS_LONG_PASSPHRASE", "x" * 1024)
+    return ["keygen", "--out", str(tmp / "k"), "--passphrase-env", "AUDITOR_FAULTS_LONG_PASSPHRASE"]
+
+
+def _verify_declared_beyond(tmp: Path) -> list[str]:
+    import io
+    import tarfile
+
+    from auditor.evidence.bag import read_tar, tar_bytes
+
+    bundle, key = _bundled(tmp)
+    data = tar_bytes(read_tar(bundle), 0)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        end = max(m.offset_data + m.size for m in tar.getmembers())
+    end += -end % tarfile.BLOCKSIZE
+    info = tarfile.TarInfo("data/huge.bin")
+    info.size = 64 * 1024**2
+    bundle.write_bytes(data[:end] + info.tobuf(format=tarfile.GNU_FORMAT) + b"x" * 1024)
+    return ["verify", str(bundle), "--key", f"{key}.pub"]
+
+
 CASES = [
     # documents (ingest)
     Case("missing corpus folder", lambda tmp: ["ingest", str(tmp / "nope"), "--index", str(tmp / "i")], 2, "nope"),
@@ -688,6 +853,21 @@ CASES = [
     Case("labels: an adjudicator of their own review", _review_labels(lambda run, ids: _page_line(run, ids[0]) + _page_line(run, ids[0], role="second", reviewer="Bo", hallucinated=True) + _page_line(run, ids[0], role="adjudicator", reviewer="ANA"), second=1.0), 2, "is adjudicated by 'ANA', who made the first review (line 1); nobody adjudicates their own disagreement"),
     Case("labels: a second review by the first reviewer, in capitals", _review_labels(lambda run, ids: _page_line(run, ids[0]) + _page_line(run, ids[0], role="second", reviewer="ANA"), second=1.0), 2, "is by 'ANA', who made the first (line 1, as 'Ana')"),
     Case("labels: labelled before the run began", _review_labels(lambda run, ids: _page_line(run, ids[0], labelled_at="2026-11-30T09:00:00Z"), prepare=_began_on_the_first), 2, 'l.jsonl:1: "labelled_at" 2026-11-30T09:00:00Z is before '),
+    # bundle, sign, keygen (issue 48)
+    Case("keygen: a passphrase over 1,023 bytes", _keygen_long_passphrase, 2, "the passphrase is 1,024 bytes, longer than the 1,023 a key can be encrypted with"),
+    Case("bundle: the question set moved", _bundle_after(lambda tmp: (tmp / "q.jsonl").rename(tmp / "moved.jsonl")), 2, "question set is not here"),
+    Case("bundle: the question set changed", _bundle_after(lambda tmp: _write(tmp / "q.jsonl", json.dumps(QUESTION) + "\n")), 2, "not the question set"),
+    Case("bundle --with-documents: a document moved", _bundle_after(lambda tmp: (tmp / "corpus").rename(tmp / "moved"), "--with-documents"), 2, "an indexed document is not here"),
+    Case("bundle --with-documents DIR: a run dir", lambda tmp: ["bundle", "--with-documents", str(_good_run(tmp)), str(tmp / "good"), "--key", "k", "--out", str(tmp / "a.tar")], 2, "a run dir, not the corpus"),
+    Case("sign: a bundle with another hard link", _sign(_hard_linked), 2, "the bundle has 2 hard links"),
+    Case("sign: the earlier signer's key not given", _sign(_bundled, trust=False), 2, "give the earlier signers' public keys with --trust KEY.pub"),
+    Case("sign: figures that do not recompute", _sign(_inflated), 1, "runs[good].figures.metrics.hallucination_rate.value: 0.5 in the statement"),
+    Case("sign: a signature repeated", _sign(_envelope_edited(lambda e: e.update(signatures=e["signatures"] * 2))), 1, "signature 2 duplicates signature 1"),
+    Case("verify: a signature repeated", lambda tmp: ["verify", str((b := _envelope_edited(lambda e: e.update(signatures=e["signatures"] * 2))(tmp))[0]), "--key", f"{b[1]}.pub"], 1, "signature 2 duplicates signature 1"),
+    Case("verify: a sparse member", _verify_sparse, 1, "a sparse file (declares 67,108,864 bytes)"),
+    Case("verify: a member larger than the tar", _verify_declared_beyond, 1, "declares 67,108,864 bytes, the tar holds 1,024"),
+    Case("verify: a gzipped bundle", _verify_packed(_gzipped, "a.tar.gz"), 2, "a gzip file, not a bundle"),
+    Case("verify: a zipped bundle", _verify_packed(_zipped, "a.zip"), 2, "a zip archive, not a bundle"),
 ]  # fmt: skip
 
 

@@ -229,6 +229,7 @@ def audit(
                     labels_outside,
                     gates,
                     index_dir,
+                    questions_path,
                     _history_path(history_path),
                 )
             )
@@ -276,6 +277,7 @@ def _write_bundle(
     labels_outside: str,
     gates: list[Gate],
     index_dir: Path,
+    questions_path: Path,
     history: Path,
 ) -> str:
     """The audit's bundle, and its statement digest in each run's history row."""
@@ -288,6 +290,7 @@ def _write_bundle(
         labels_outside=labels_outside,
         gates=gates,
         index_dir=index_dir,
+        questions=[questions_path],
     )
     envelope = write_bundle(plan, key, bundle_path)
     record_statement(history, run_dirs, envelope.statement_sha256)

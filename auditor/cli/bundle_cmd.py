@@ -16,9 +16,14 @@ from auditor.cli.options import (
     load_calibration_option,
     load_labels_option,
 )
-from auditor.cli.report_cmd import gate_option
-from auditor.errors import BadInput
-from auditor.evidence.build import check_bundle_output, plan_bundle, write_bundle
+from auditor.cli.report_cmd import exit_on_failed_gates, gate_option
+from auditor.errors import AuditorError, BadInput
+from auditor.evidence.build import (
+    bundle_member_count,
+    check_bundle_output,
+    plan_bundle,
+    write_bundle,
+)
 from auditor.evidence.keys import (
     fingerprint,
     generate_key,
@@ -27,10 +32,11 @@ from auditor.evidence.keys import (
     public_key_path,
     read_passphrase_env,
 )
-from auditor.evidence.sign import countersign
+from auditor.evidence.sign import countersign, signing_target
 from auditor.evidence.verify import VerificationFailed, verify_bundle
 from auditor.files import Read, utc_now
 from auditor.gates import parse_gate
+from auditor.store import CHECKS, MANIFEST, RECORDS
 
 __all__ = ["bundle", "keygen", "passphrase_option", "read_passphrase", "sign", "verify"]
 
@@ -106,9 +112,24 @@ def keygen(out: Path, passphrase_env: str | None, force: bool) -> None:
     help="The index dir the runs were run against, where it is not at the path their manifests record.",
 )
 @click.option(
+    "--questions",
+    "questions_paths",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="FILE",
+    help="The question set a run asked, where it is not at the path its manifest records "
+    "(checked against the recorded sha256); repeat for runs of different sets.",
+)
+@click.option(
     "--with-documents",
-    is_flag=True,
-    help="Also put the indexed documents themselves in the bundle (default: their hashes only).",
+    "documents",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[DIR]",
+    help="Also put the indexed documents themselves in the bundle (default: their hashes "
+    "only), read from DIR, else from the corpus dir the index records. Give DIR after the "
+    "run dirs, or as --with-documents=DIR.",
 )
 @click.option("--force", is_flag=True, help="Replace --out when it exists.")
 def bundle(
@@ -121,7 +142,8 @@ def bundle(
     labels_outside: str,
     gate_texts: tuple[str, ...],
     index_dir: Path | None,
-    with_documents: bool,
+    questions_paths: tuple[Path, ...],
+    documents: str | None,
     force: bool,
 ) -> None:
     """Bundle checked run dirs into one signed, self-verifying archive.
@@ -130,15 +152,25 @@ def bundle(
     used, the index manifest, the questions; and an in-toto statement of every file's sha256
     and the audit's figures, signed in a DSSE envelope. The same inputs give the same bytes.
     Verify with `auditor verify OUT --key KEY.pub`.
+
+    The index, the questions and the documents are found from the run's manifest wherever
+    this runs (each checked against its recorded sha256), or refused naming the option that
+    gives them. With --gate, prints each gate's verdict; a failed gate exits 1 with the
+    bundle written (the signed evidence of the failed audit).
     """
     gates = [parse_gate(text) for text in gate_texts]
     calibration = load_calibration_option(calibration_name)
     labels = load_labels_option(labels_path)
+    documents_dir = Path(documents) if documents else None
+    if documents_dir is not None:
+        _refuse_run_dir_as_corpus(documents_dir)
     reads = [
         *(Read("RUN_DIR", d, folder=True) for d in run_dirs),
         Read("--labels", labels_path),
         Read("--calibration", None if calibration is None else calibration.path),
         Read("--index", index_dir, folder=True),
+        *(Read("--questions", q) for q in questions_paths),
+        Read("--with-documents", documents_dir, folder=True),
         Read("--key", key_path),
     ]
     check_bundle_output(out, force, reads)
@@ -151,13 +183,28 @@ def bundle(
         labels_outside=labels_outside,
         gates=gates,
         index_dir=index_dir,
-        with_documents=with_documents,
+        with_documents=documents is not None,
+        documents_dir=documents_dir,
+        questions=questions_paths,
     )
     envelope = write_bundle(plan, key, out)
+    for result in plan.gate_results:
+        click.echo(result.describe())
     click.echo(
-        f"bundle {out}: {len(plan.payload)} files of {len(plan.runs)} run(s); statement sha256 "
-        f"{envelope.statement_sha256}; signed by {fingerprint(key.public_key())} as auditor"
+        f"bundle {out}: {bundle_member_count(plan)} files of {len(plan.runs)} run(s); statement "
+        f"sha256 {envelope.statement_sha256}; signed by {fingerprint(key.public_key())} as "
+        "auditor"
     )
+    exit_on_failed_gates(plan.gate_results)  # the bundle is written: a failed audit's evidence
+
+
+def _refuse_run_dir_as_corpus(documents_dir: Path) -> None:
+    """A run dir given as --with-documents' DIR: the option took the first RUN_DIR."""
+    if all((documents_dir / name).is_file() for name in (MANIFEST, RECORDS, CHECKS)):
+        raise BadInput(
+            f"--with-documents {documents_dir}: a run dir, not the corpus; give --with-documents "
+            "after the run dirs, or as --with-documents=DIR"
+        )
 
 
 @click.command()
@@ -175,18 +222,36 @@ def bundle(
     type=click.Choice(("reviewer", "approver")),
     help="The role you sign in.",
 )
+@click.option(
+    "--trust",
+    "trust_paths",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="KEY.pub",
+    help="The public key of a signer already in the bundle (the bundler's first); repeat for "
+    "each. Every earlier signature must hold under one of them (your own key is trusted).",
+)
 @passphrase_option
-def sign(bundle_path: Path, key_path: Path, role: str, passphrase_env: str | None) -> None:
+def sign(
+    bundle_path: Path,
+    key_path: Path,
+    role: str,
+    trust_paths: tuple[Path, ...],
+    passphrase_env: str | None,
+) -> None:
     """Countersign a bundle: your signature of the same statement, in a role.
 
-    The bundle's files are checked against its statement first; the time recorded is this
-    machine's clock (a signature proves who signed, not when).
+    The bundle is verified first as `auditor verify` does, with the earlier signers' public
+    keys given with --trust: signatures, every file's digest, the figures computed again.
+    A symbolic link is followed; the bundle keeps its mode; one with other hard links is
+    refused. The time recorded is this machine's clock (a signature proves who signed, not
+    when).
     """
-    if not bundle_path.is_file():
-        raise BadInput(f"{bundle_path}: no such bundle; give the .tar `auditor bundle` wrote")
+    signing_target(bundle_path)  # a missing, hard-linked or unwritable bundle: before the key
+    trusted = [(str(path), load_public_key(path, "--trust")) for path in trust_paths]
     key = load_private_key(key_path, read_passphrase(passphrase_env))
     try:
-        envelope = countersign(bundle_path, key, role, utc_now())
+        envelope = countersign(bundle_path, key, role, utc_now(), trusted)
     except VerificationFailed as exc:
         raise VerificationFailed(f"{exc}; not signed") from exc
     click.echo(
@@ -195,7 +260,27 @@ def sign(bundle_path: Path, key_path: Path, role: str, passphrase_env: str | Non
     )
 
 
-@click.command()
+class _JsonOnEveryExit(click.Command):
+    """A command whose --json output is a JSON object on every exit: a usage error (a missing
+    --key, an unknown option) prints `{"verified": false, "failure": ...}` too, before the
+    usual one line on stderr and exit code 2."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)  # Click's parser consumes `args`
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            if "--json" in given[: given.index("--") if "--" in given else len(given)]:
+                _echo_failure(exc.format_message())
+            raise
+
+
+def _echo_failure(message: str) -> None:
+    """verify --json's object for a bundle that does not verify (exit 1) or bad input (2)."""
+    click.echo(json.dumps({"verified": False, "failure": message}, indent=2))
+
+
+@click.command(cls=_JsonOnEveryExit)
 @click.argument("bundle_path", type=click.Path(path_type=Path))
 @click.option(
     "--key",
@@ -205,21 +290,28 @@ def sign(bundle_path: Path, key_path: Path, role: str, passphrase_env: str | Non
     type=click.Path(path_type=Path),
     help="A signer's public key (KEY.pub); repeat for each signer. Only these keys are trusted.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the result as JSON on stdout, on every exit (failures: verified false and "
+    "the failure).",
+)
 def verify(bundle_path: Path, key_paths: tuple[Path, ...], as_json: bool) -> None:
     """Verify a bundle offline: safe members, every signature against the keys given, every
     file's digest, the file set, and every field of the statement computed again from the
     bundle's records.
 
     Prints one line per signer (fingerprint, role, time) and `verified`; else one line naming
-    the first file, field or signature that fails, exit code 1 (2 on bad input).
+    the first file, field or signature that fails, exit code 1 (2 on bad input). With --json,
+    a JSON object on stdout on every exit.
     """
-    keys = [(str(path), load_public_key(path)) for path in key_paths]
     try:
+        keys = [(str(path), load_public_key(path)) for path in key_paths]
         done = verify_bundle(bundle_path, keys)
-    except VerificationFailed as exc:
+    except AuditorError as exc:  # VerificationFailed (exit 1) and bad input (exit 2)
         if as_json:
-            click.echo(json.dumps({"verified": False, "failure": str(exc)}, indent=2))
+            _echo_failure(str(exc))
         raise
     if as_json:
         click.echo(

@@ -6,6 +6,15 @@ renders them from the records), and the predicate is computed from the bag's fil
 `statement.predicate`, the function `verify` computes it again with. Same inputs, same bytes:
 the bundler's signature carries the audit's end (not the clock), every tar header has it as
 mtime, and Ed25519 signatures are deterministic.
+
+Wherever it is run from, a bundle holds the whole audit or is refused: the index, the question
+set and (asked for) the documents are found from what the run's manifest and the index's
+manifest recorded, each checked against its recorded sha256. A recorded path is absolute, or
+relative to the directory the run (or ingest) ran in, which neither manifest records; so a
+relative one is looked for under the current directory, then under each folder above the run
+dir (and, for documents, above the index dir): a run dir is most often made under the
+directory its command ran in. What is found nowhere is refused, naming the path and the option
+that gives it (`--index DIR`, `--questions FILE`, `--with-documents DIR`).
 """
 
 from __future__ import annotations
@@ -13,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
@@ -23,7 +32,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from auditor.calibrate import Calibration
 from auditor.errors import BadInput
-from auditor.evidence.bag import ENVELOPE, bag_tag_files, tar_bytes
+from auditor.evidence.bag import ENVELOPE, bag_tag_files, check_bounds, tar_bytes
 from auditor.evidence.canonical import canonical_json
 from auditor.evidence.dsse import PAYLOAD_TYPE, Envelope, sign_payload
 from auditor.evidence.figures import summarize_runs
@@ -39,14 +48,21 @@ from auditor.evidence.statement import (
     statement,
 )
 from auditor.files import Read, check_output_file
-from auditor.gates import Gate
-from auditor.ingest.manifest import MANIFEST_NAME, read_manifest
+from auditor.gates import Gate, GateResult
+from auditor.ingest.manifest import MANIFEST_NAME, IndexManifest, read_manifest
 from auditor.report import refuse_shared_names
 from auditor.results import RunArtifacts, load_run
 from auditor.review import ReviewLabel
 from auditor.store import CHECK_MANIFEST, MANIFEST
 
-__all__ = ["RUN_FILES", "BundlePlan", "plan_bundle", "write_bundle", "write_file_atomic"]
+__all__ = [
+    "RUN_FILES",
+    "BundlePlan",
+    "bundle_member_count",
+    "plan_bundle",
+    "write_bundle",
+    "write_file_atomic",
+]
 
 
 @dataclass
@@ -57,6 +73,7 @@ class BundlePlan:
     predicate: dict[str, Any]
     audit_end: str
     runs: list[RunArtifacts] = field(default_factory=list)
+    gate_results: list[GateResult] = field(default_factory=list)
 
     @property
     def mtime(self) -> int:
@@ -110,55 +127,160 @@ def _checked_run(run_dir: Path) -> RunArtifacts:
     return run
 
 
+def _places(recorded: str, anchors: Sequence[Path]) -> list[Path]:
+    """Where a path a manifest recorded may be now, likeliest first: an absolute one where it
+    was; a relative one (relative to the directory its command ran in, which no manifest
+    records) under the current directory, then under each of `anchors` and the folders above
+    them. The caller keeps the first whose sha256 is the recorded one."""
+    path = Path(recorded)
+    if path.is_absolute():
+        return [path]
+    bases = [Path.cwd()]
+    for anchor in anchors:
+        where = anchor.resolve()
+        bases += [where, *where.parents]
+    return [base / path for base in dict.fromkeys(bases)]
+
+
+def _find(
+    places: Sequence[Path],
+    accept: Callable[[Path], bool],
+    exists: Callable[[Path], bool] = Path.is_file,
+) -> tuple[Path | None, Path | None]:
+    """(the first place `accept` takes, None) or (None, the first place that `exists` but was
+    not taken: it changed since it was recorded)."""
+    changed = None
+    for place in places:
+        if not exists(place):
+            continue
+        if accept(place):
+            return place, None
+        changed = changed or place
+    return None, changed
+
+
 def _knowledge_base(
-    run: RunArtifacts, index_dir: Path | None, with_documents: bool, payload: dict[str, bytes]
+    run: RunArtifacts,
+    index_dir: Path | None,
+    documents_dir: Path | None,
+    with_documents: bool,
+    payload: dict[str, bytes],
 ) -> None:
-    """The run's index manifest (and documents) into `payload`, each checked against what the
+    """The run's index manifest (and documents) into `payload`, each found with the sha256 the
     run recorded; nothing for answers imported without an index."""
     section = run.manifest.get("index") or {}
-    if not section.get("manifest_sha256"):
+    digest = str(section.get("manifest_sha256") or "")
+    if not digest:
         return
-    where = index_dir or Path(str(section.get("path")))
+    recorded = str(section.get("path"))
+    places = [index_dir] if index_dir is not None else _places(recorded, [run.run_dir])
+
+    def same_index(where: Path) -> bool:
+        return _sha256(_read(where / MANIFEST_NAME, "the index manifest")) == digest
+
+    where, changed = _find(places, same_index, lambda where: (where / MANIFEST_NAME).is_file())
+    if where is None and changed is not None:
+        raise BadInput(
+            f"{changed / MANIFEST_NAME}: not the index {run.run_dir} was run against (its "
+            "manifest changed since: re-ingested?); give that index's dir with --index"
+        )
+    if where is None:
+        shown = index_dir if index_dir is not None else recorded
+        raise BadInput(
+            f"{run.run_dir}: its index {shown} is not here (no {MANIFEST_NAME} of sha256 "
+            f"{digest[:16]} under this directory or the run dir's); give the index dir with "
+            "--index"
+        )
     path = where / MANIFEST_NAME
-    if not path.is_file():
-        raise BadInput(
-            f"{run.run_dir}: its index {where} is not here (no {MANIFEST_NAME}); give the index "
-            "dir with --index"
-        )
     data = _read(path, "the index manifest")
-    if _sha256(data) != section["manifest_sha256"]:
-        raise BadInput(
-            f"{path}: not the index {run.run_dir} was run against (its manifest changed since: "
-            "re-ingested?); give that index's dir with --index"
-        )
     manifest = read_manifest(where)  # validated as ingest wrote it
-    folder = index_folder(section["manifest_sha256"])
+    folder = index_folder(digest)
     payload[f"{folder}/{MANIFEST_NAME}"] = data
     if with_documents:
-        corpus = Path(manifest.corpus_dir)
-        for doc in manifest.documents:
-            relative = PurePosixPath(doc.path)
-            if relative.is_absolute() or ".." in relative.parts:
-                raise BadInput(f"{path}: document path {doc.path!r} leaves the corpus; re-ingest")
-            content = _read(corpus / doc.path, "an indexed document")
-            if _sha256(content) != doc.sha256:
-                raise BadInput(
-                    f"{corpus / doc.path}: changed since it was indexed (sha256 differs from "
-                    f"{path}); bundle without --with-documents, or re-ingest and audit again"
-                )
-            payload[f"{folder}/documents/{relative.as_posix()}"] = content
+        _documents(manifest, path, where, run.run_dir, documents_dir, folder, payload)
 
 
-def _questions_file(run: RunArtifacts, payload: dict[str, bytes]) -> None:
-    """The question set as asked into `payload`, when it is still where the run read it,
-    unchanged (the digest in the predicate still names the set asked otherwise)."""
+def _documents(
+    manifest: IndexManifest,
+    manifest_path: Path,
+    index_dir: Path,
+    run_dir: Path,
+    documents_dir: Path | None,
+    folder: str,
+    payload: dict[str, bytes],
+) -> None:
+    """Every indexed document into `payload`, each found (`documents_dir`, else where ingest
+    read it) with the sha256 the index records; BadInput naming the first one found nowhere or
+    changed."""
+    corpora = (
+        [documents_dir]
+        if documents_dir is not None
+        else _places(manifest.corpus_dir, [index_dir, run_dir])
+    )
+    for doc in manifest.documents:
+        relative = PurePosixPath(doc.path)
+        if relative.is_absolute() or ".." in relative.parts:
+            raise BadInput(
+                f"{manifest_path}: document path {doc.path!r} leaves the corpus; re-ingest"
+            )
+        found: dict[Path, bytes] = {}
+
+        def indexed(
+            place: Path, digest: str = doc.sha256, found: dict[Path, bytes] = found
+        ) -> bool:
+            found[place] = _read(place, "an indexed document")
+            return _sha256(found[place]) == digest
+
+        where, changed = _find([corpus / doc.path for corpus in corpora], indexed)
+        if where is not None:
+            payload[f"{folder}/documents/{relative.as_posix()}"] = found[where]
+            continue
+        if changed is not None:
+            raise BadInput(
+                f"{changed}: changed since it was indexed (sha256 differs from "
+                f"{manifest_path}); give the corpus as indexed with --with-documents DIR, "
+                "bundle without --with-documents, or re-ingest and audit again"
+            )
+        shown = documents_dir if documents_dir is not None else manifest.corpus_dir
+        raise BadInput(
+            f"{Path(shown) / doc.path}: an indexed document is not here (nor under this "
+            "directory or the index's); give the corpus dir it was indexed from with "
+            "--with-documents DIR"
+        )
+
+
+def _questions_file(
+    run: RunArtifacts, given: Sequence[Path], used: set[Path], payload: dict[str, bytes]
+) -> str | None:
+    """The question set as asked into `payload`: a `--questions` file, else where the run
+    read it, of the sha256 the run recorded; None for answers imported without one. BadInput
+    when it is found nowhere, or only changed."""
     section = run.manifest.get("questions") or {}
-    path, digest = section.get("path"), section.get("sha256")
-    if not path or not digest or not Path(path).is_file():
-        return
-    data = _read(Path(path), "the questions")
-    if _sha256(data) == digest:
-        payload[questions_name(digest)] = data
+    recorded, digest = section.get("path"), str(section.get("sha256") or "")
+    if not digest:
+        return None
+    found: dict[Path, bytes] = {}
+
+    def asked(place: Path) -> bool:
+        found[place] = _read(place, "the questions")
+        return _sha256(found[place]) == digest
+
+    places = [*given, *([] if not recorded else _places(str(recorded), [run.run_dir]))]
+    where, changed = _find(places, asked)
+    if where is None and changed is not None:
+        raise BadInput(
+            f"{changed}: not the question set {run.run_dir} asked (its sha256 differs from the "
+            "run's manifest: changed since?); give the file as asked with --questions FILE"
+        )
+    if where is None:
+        raise BadInput(
+            f"{recorded}: {run.run_dir}'s question set is not here (nor under this directory "
+            "or the run dir's); give it with --questions FILE"
+        )
+    used.update(p for p in given if p == where)
+    name = questions_name(digest)
+    payload[name] = found[where]
+    return name
 
 
 def plan_bundle(
@@ -171,19 +293,29 @@ def plan_bundle(
     gates: Sequence[Gate] = (),
     index_dir: Path | None = None,
     with_documents: bool = False,
+    documents_dir: Path | None = None,
+    questions: Sequence[Path] = (),
 ) -> BundlePlan:
-    """Everything a bundle holds, every input checked; nothing is written."""
+    """Everything a bundle holds, every input checked; nothing is written. `index_dir`,
+    `documents_dir` and `questions` are where the index, the documents and the question
+    set(s) are when not where the manifests recorded them."""
     runs = [_checked_run(run_dir) for run_dir in run_dirs]
     refuse_shared_names(runs)
     results = summarize_runs(runs, calibration, labels, labels_path, labels_outside, gates)
     payload: dict[str, bytes] = {}
+    used: set[Path] = set()
     for run in runs:
         folder = run_folder(run.name)
         for name in RUN_FILES:
             if (run.run_dir / name).is_file():
                 payload[f"{folder}/{name}"] = _read(run.run_dir / name, name)
-        _knowledge_base(run, index_dir, with_documents, payload)
-        _questions_file(run, payload)
+        _knowledge_base(run, index_dir, documents_dir, with_documents, payload)
+        _questions_file(run, questions, used, payload)
+    if unused := [path for path in questions if path not in used]:
+        raise BadInput(
+            f"--questions {unused[0]}: the question set of no run given (its sha256 is none of "
+            "their manifests'); give the file each run asked"
+        )
     if labels_path is not None and labels:
         payload[LABELS] = _read(labels_path, "the labels")
     if calibration is not None:
@@ -196,18 +328,20 @@ def plan_bundle(
         labels_outside,
         calibration,
     )
-    return BundlePlan(payload, found, found["audit_period"]["end"], runs)
+    return BundlePlan(payload, found, found["audit_period"]["end"], runs, list(results))
 
 
-def write_file_atomic(path: Path, data: bytes) -> None:
-    """`path` replaced at once by `data` (mode 0644): a reader sees the old file or the new."""
+def write_file_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """`path` replaced at once by `data` (`mode`): a reader sees the old file or the new. The
+    new file is renamed over `path` in its directory: a read-only `path` is replaced all the
+    same, and a hard link to the old file keeps the old bytes."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -229,6 +363,12 @@ def check_bundle_output(
         raise BadInput(f"{option} {out}: exists; give another path{fix}")
 
 
+def bundle_member_count(plan: BundlePlan) -> int:
+    """How many files the bundle's tar holds: the payload, the tag files and the envelope, as
+    `verify` counts them."""
+    return len(_subjects(plan)) + 1
+
+
 def bundle_files(plan: BundlePlan, envelope: Envelope) -> dict[str, bytes]:
     """Every file of the tar: the payload, the tag files, the envelope."""
     return {**_subjects(plan), ENVELOPE: envelope.to_bytes()}
@@ -244,6 +384,12 @@ def write_bundle(plan: BundlePlan, key: Ed25519PrivateKey, out: Path) -> Envelop
     payload = canonical_json(statement(_subjects(plan), plan.predicate))
     signature = sign_payload(key, PAYLOAD_TYPE, payload, "auditor", plan.audit_end)
     envelope = Envelope(PAYLOAD_TYPE, payload, (signature,))
+    files = bundle_files(plan, envelope)
+    if problem := check_bounds({name: len(data) for name, data in files.items()}):
+        raise BadInput(
+            f"{out}: {problem}, so `auditor verify` would refuse it: not written; bundle fewer "
+            "runs, or leave the documents out"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_file_atomic(out, tar_bytes(bundle_files(plan, envelope), plan.mtime))
+    write_file_atomic(out, tar_bytes(files, plan.mtime))
     return envelope

@@ -149,7 +149,9 @@ class Envelope:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Envelope:
-        """Parse an envelope; EnvelopeError naming the field that is missing or malformed."""
+        """Parse an envelope; EnvelopeError naming the field that is missing or malformed, or a
+        signature that repeats another (the same key in the same role): `auditor sign` never
+        writes one, so verify and sign both refuse it."""
         try:
             raw = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
@@ -163,7 +165,7 @@ class Envelope:
         signatures = raw.get("signatures")
         if not isinstance(signatures, list):
             raise EnvelopeError("signatures is missing")
-        entries = []
+        entries: list[SignatureEntry] = []
         for n, item in enumerate(signatures, 1):
             where = f"signature {n}"
             if not isinstance(item, dict):
@@ -173,6 +175,20 @@ class Envelope:
                 if not isinstance(value, str):
                     raise EnvelopeError(f"{where}: {name} is missing")
             stamp = item.get("rfc3161_timestamp")
+            first = next(
+                (
+                    k
+                    for k, seen in enumerate(entries, 1)
+                    if (seen.keyid, seen.role) == (item["keyid"], item["role"])
+                ),
+                None,
+            )
+            if first is not None:  # would list one signer twice with the one key given
+                raise EnvelopeError(
+                    f"{where} duplicates signature {first} (key {item['keyid'][:16]} as "
+                    f"{item['role']}): a key signs once in a role, not twice; the envelope "
+                    "was edited"
+                )
             entries.append(
                 SignatureEntry(
                     item["keyid"],

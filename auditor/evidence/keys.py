@@ -19,6 +19,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from auditor.errors import BadInput
 
 __all__ = [
+    "MAX_PASSPHRASE_BYTES",
+    "check_passphrase",
     "fingerprint",
     "generate_key",
     "load_private_key",
@@ -26,6 +28,22 @@ __all__ = [
     "public_key_path",
     "read_passphrase_env",
 ]
+
+
+# the longest passphrase the cryptography library encrypts a key with (OpenSSL's PEM limit)
+MAX_PASSPHRASE_BYTES = 1023
+
+
+def check_passphrase(passphrase: bytes) -> None:
+    """BadInput (one line) for a passphrase no key can be encrypted with: empty, or longer
+    than `MAX_PASSPHRASE_BYTES` bytes in UTF-8."""
+    if not passphrase:
+        raise BadInput("the passphrase is empty; give a passphrase to encrypt the key with")
+    if len(passphrase) > MAX_PASSPHRASE_BYTES:
+        raise BadInput(
+            f"the passphrase is {len(passphrase):,} bytes, longer than the {MAX_PASSPHRASE_BYTES:,} "
+            "a key can be encrypted with; give a shorter one"
+        )
 
 
 def public_key_path(key: Path) -> Path:
@@ -53,8 +71,7 @@ def read_passphrase_env(name: str) -> bytes:
 def generate_key(out: Path, passphrase: bytes, force: bool = False) -> str:
     """A new Ed25519 key pair at `out` (encrypted PKCS#8 PEM, 0600) and `out`.pub; its
     fingerprint. Both paths are checked before either is written."""
-    if not passphrase:
-        raise BadInput("the passphrase is empty; give a passphrase to encrypt the key with")
+    check_passphrase(passphrase)
     public = public_key_path(out)
     for path in (out, public):
         if os.path.lexists(path) and not force:
@@ -110,6 +127,11 @@ def load_private_key(path: Path, passphrase: bytes) -> Ed25519PrivateKey:
     """The private key at `path`; BadInput (one line) when missing, not a key, of another
     algorithm, or the passphrase is wrong."""
     data = _read_pem(path, "--key")
+    if len(passphrase) > MAX_PASSPHRASE_BYTES:  # no key keygen made has one this long
+        raise BadInput(
+            f"--key {path}: the passphrase given is {len(passphrase):,} bytes, longer than any "
+            f"key can be encrypted with ({MAX_PASSPHRASE_BYTES:,}); give the key's passphrase"
+        )
     if b"PRIVATE KEY" not in data:
         raise BadInput(
             f"--key {path}: not a private key (a public key? sign with the private KEY, not KEY.pub)"
@@ -130,17 +152,20 @@ def load_private_key(path: Path, passphrase: bytes) -> Ed25519PrivateKey:
     return key
 
 
-def load_public_key(path: Path) -> Ed25519PublicKey:
-    """The public key at `path` (KEY.pub); BadInput when missing or not an Ed25519 public key."""
-    data = _read_pem(path, "--key")
+def load_public_key(path: Path, option: str = "--key") -> Ed25519PublicKey:
+    """The public key at `path` (KEY.pub), given with `option`; BadInput when missing or not an
+    Ed25519 public key."""
+    data = _read_pem(path, option)
     if b"PRIVATE KEY" in data:
-        raise BadInput(f"--key {path}: a private key; verify with the public key ({path}.pub)")
+        raise BadInput(
+            f"{option} {path}: a private key; give the public key ({path}.pub) with {option}"
+        )
     try:
         key = serialization.load_pem_public_key(data)
     except (ValueError, UnsupportedAlgorithm) as exc:
         raise BadInput(
-            f"--key {path}: not a PEM public key; give the KEY.pub keygen wrote"
+            f"{option} {path}: not a PEM public key; give the KEY.pub keygen wrote"
         ) from exc
     if not isinstance(key, Ed25519PublicKey):
-        raise BadInput(f"--key {path}: not an Ed25519 public key; give the KEY.pub keygen wrote")
+        raise BadInput(f"{option} {path}: not an Ed25519 public key; give the KEY.pub keygen wrote")
     return key

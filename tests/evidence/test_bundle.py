@@ -164,7 +164,8 @@ def test_a_signature_by_another_key_is_refused(
     signed.write_bytes(tar_bytes(files, 0))
     assert (
         run(
-            "sign", signed, "--key", other, "--role", "reviewer", "--passphrase-env", passphrase
+            *("sign", signed, "--key", other, "--role", "reviewer"),
+            *("--trust", f"{key}.pub", "--passphrase-env", passphrase),
         ).exit_code
         == 0
     )
@@ -181,9 +182,14 @@ def test_countersignatures_name_each_signer_and_role(
 ) -> None:
     reviewer = make_key(tmp_path, "reviewer.key", passphrase)
     approver = make_key(tmp_path, "approver.key", passphrase)
+    trusted = ["--trust", f"{key}.pub"]
     for signer, role in ((reviewer, "reviewer"), (approver, "approver")):
-        done = run("sign", bundled, "--key", signer, "--role", role, "--passphrase-env", passphrase)
+        done = run(
+            *("sign", bundled, "--key", signer, "--role", role, "--passphrase-env", passphrase),
+            *trusted,
+        )
         assert done.exit_code == 0, done.output
+        trusted += ["--trust", f"{signer}.pub"]
     done = verify(bundled, key, reviewer, approver)
     assert done.exit_code == 0, done.output
     roles = [line.split()[2] for line in done.stdout.splitlines() if line.startswith("signer ")]
