@@ -55,6 +55,7 @@ __all__ = [
     "ReviewSample",
     "assign_labels",
     "check_audit_labels",
+    "check_audit_sample",
     "check_fingerprint",
     "check_review",
     "choose_sample",
@@ -803,6 +804,52 @@ def check_audit_labels(
                 "(it is not run yet): a label cannot predate the answers it labels; last "
                 "week's labels belong to last week's run (report it with --labels)"
             )
+
+
+def check_audit_sample(
+    labels: list[ReviewLabel],
+    run_dirs: dict[str, Path],
+    question_ids: list[str],
+    review: int | None,
+    outside: str,
+) -> None:
+    """`audit --labels`, before any engine starts: the labels against the sample the audit
+    will review, so that labels refused at the end are refused before the work. The sample is
+    the one a resumed run's review.json drew (grown to `review`), or with `--review N` the
+    first N of seed 0's order over the questions asked. An answer whose generation fails
+    leaves the population and could let a later answer into the sample: such a label is
+    refused here all the same (give it after the audit with `report --labels`). BadInput in
+    one line for a label of an answer outside that sample (unless `outside` is "keep"), and
+    for a second review or an adjudication where no answer is drawn for a second review."""
+    for name, run_dir in run_dirs.items():
+        mine = [label for label in labels if label_pipeline(label, list(run_dirs)) == name]
+        if not mine:
+            continue
+        earlier = read_review(run_dir)
+        if earlier is None and not review:
+            continue  # no sample: the labels count as a uniform sample (said in the report)
+        seed = int((earlier or {}).get("seed", 0))
+        size = max(review or 0, int((earlier or {}).get("size", 0)))
+        drawn = set(drawn_order(sorted(set(question_ids)), seed)[:size])
+        drawn |= {str(e["id"]) for e in (earlier or {}).get("sample", [])}
+        second = set(map(str, ((earlier or {}).get("second_review") or {}).get("ids") or []))
+        where = run_dir / REVIEW if earlier is not None else f"--review {review}"
+        for label in mine:
+            if label.id not in drawn and outside != "keep":
+                raise BadInput(
+                    f"{label.where}: answer {label.id!r} of {name} is outside its drawn review "
+                    f"sample (the {size} drawn: {where}): only the drawn sample makes a rate; "
+                    "drop it, or add --labels-outside-sample keep to count it in the judge's "
+                    "agreement only"
+                )
+            later = [r for r in label.reviews or (label,) if r.role != "first"]
+            if later and label.id not in second:
+                raise BadInput(
+                    f"{later[0].where}: a {later[0].role} review of {label.id!r}, which is not "
+                    "drawn "
+                    f"for a second review ({where}); drop it, or draw second reviews with "
+                    f"auditor review {run_dir} --second-review SHARE"
+                )
 
 
 def draw_review(

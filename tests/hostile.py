@@ -296,6 +296,7 @@ def _build_audit(base: Base) -> None:
     """An audit of two pipelines on an index (fake engines), one answer of each drawn for
     review and labelled; and a bundle of it with the indexed documents."""
     from auditor.config import IngestConfig
+    from auditor.files import utc_now
     from auditor.ingest import ingest_corpus
     from auditor.review import run_fingerprint
     from auditor.testing import FakeEmbedder
@@ -315,6 +316,7 @@ def _build_audit(base: Base) -> None:
             "utf-8",
         )
     _invoke(audit_argv(root, "--review", "1"))
+    after_the_runs = utc_now()  # labels are made on the runs' review pages, after the runs
     rows = []
     for name in ("p1", "p2"):
         run = root / "audit" / name
@@ -328,7 +330,7 @@ def _build_audit(base: Base) -> None:
                 "fingerprint": fingerprint,
                 "hallucinated": name == "p2",
                 "reviewer": "Ana",
-                "labelled_at": base.when,
+                "labelled_at": after_the_runs,
             }
             for i in base.audit_drawn[name]
         ]
@@ -702,6 +704,8 @@ def classify(case: Case, call: Call, ran: Ran, ws: Workspace, moved: list[str]) 
     lines = [line for line in ran.stderr.splitlines() if line.strip()]
     said = [line for line in lines if not line.startswith(("Usage:", "Try '", "WARNING "))]
     errors = [line for line in said if line.startswith("Error:")]
+    if ran.code == 1 and len(errors) == 1 and errors[0].startswith("Error: gate failed"):
+        said = errors  # a failed gate is the answer: the command's table and gate lines go with it
     if len(said) != 1 or len(errors) != 1:
         return (
             "loud-defect",

@@ -40,7 +40,7 @@ from auditor.gates import Gate, parse_gate
 from auditor.history import record_statement
 from auditor.questions import load_questions
 from auditor.results import SUMMARY
-from auditor.review import REVIEW, ReviewLabel, check_audit_labels
+from auditor.review import REVIEW, ReviewLabel, check_audit_labels, check_audit_sample
 from auditor.store import CHECK_MANIFEST, CHECKS, ENGINE_LOG, MANIFEST, RECORDS
 from auditor.timings import TIMINGS, StageTimes
 from auditor.verify.answers import AnswerItem
@@ -177,9 +177,9 @@ def audit(
         questions = load_questions(questions_path)[:limit]
         if labels:
             names = [config.name for config in configs]
-            check_audit_labels(
-                labels, dict(zip(names, run_dirs, strict=True)), [q.id for q in questions]
-            )
+            by_name = dict(zip(names, run_dirs, strict=True))
+            check_audit_labels(labels, by_name, [q.id for q in questions])
+            check_audit_sample(labels, by_name, [q.id for q in questions], review, labels_outside)
         # the answers to come, as examples see them: by question text (run records carry no
         # source_id)
         asked = [AnswerItem(q.id, q.question, "", q.reference, []) for q in questions]
