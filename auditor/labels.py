@@ -336,7 +336,7 @@ def _name(where: str, value: Any) -> str | None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise BadInput(f'{where}: "reviewer" must be a non-empty string when present')
-    hidden = [c for c in value if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Co", "Cn")]
+    hidden = [c for c in value if _invisible(c)]
     if hidden:
         raise BadInput(
             f'{where}: "reviewer" holds an invisible or control character '
@@ -345,6 +345,27 @@ def _name(where: str, value: Any) -> str | None:
     if len(value) > MAX_NAME:
         raise BadInput(f'{where}: "reviewer" is {len(value)} characters; {MAX_NAME} at most')
     return value.strip()
+
+
+# Unicode's Default_Ignorable_Code_Point ranges (DerivedCoreProperties.txt): shown as nothing,
+# so "Ana" + one of them reads as Ana while comparing as another name. Some are letters or
+# marks by category (HANGUL FILLER is Lo, VARIATION SELECTOR-16 and COMBINING GRAPHEME JOINER
+# are Mn), so the categories alone do not find them.
+_IGNORABLE = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+    (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+    (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+)  # fmt: skip
+
+
+def _invisible(char: str) -> bool:
+    """A character a name would show as nothing or as a break: a control, format, private,
+    unassigned or line/paragraph-separator character, or a default-ignorable one."""
+    if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Co", "Cn"):
+        return True
+    code = ord(char)
+    return any(low <= code <= high for low, high in _IGNORABLE)
 
 
 def _when(where: str, value: Any, *, now: datetime | None = None) -> str | None:

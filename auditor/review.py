@@ -720,7 +720,9 @@ def _run_labels(run: Any) -> _RunLabels:
         threshold=float(judge.get("support_threshold", 0.5)),
         fingerprint=run_fingerprint(run.manifest),
         check=check_fingerprint(run.check_manifest),
-        review=read_review(run.run_dir),
+        # checked before any label is matched: a check row lost is said as such, not as a
+        # label "not among the checked answers"
+        review=read_checked_review(run),
     )
 
 

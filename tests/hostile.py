@@ -1159,7 +1159,7 @@ def _review_cases() -> None:
 
     _refused_report("rj-second-ids-added", cls, ("second_review",),
                     "an answer added to second_review.ids, with a second review of it", second_added)  # fmt: skip
-    _refused_report("rj-second-ids-emptied", cls, ("second review",), "second_review.ids emptied",
+    _refused_report("rj-second-ids-emptied", cls, ("second_review",), "second_review.ids emptied",
                     lambda ws: ws.edit_json("first/review.json", lambda d: d["second_review"].update(ids=[])))  # fmt: skip
 
     def truncated(ws: Workspace) -> Call:
@@ -2148,14 +2148,17 @@ def _gate_cases() -> None:
                 else None
             )
 
-        return Call(argv, check, ("new.tar",))
+        # the gate fails, and the bundle is written all the same (the signed evidence of a
+        # failed audit), its statement recording the gate as not passed
+        return Call(argv, check, ("new.tar",), writes_on_failure=True)
 
     add(
         "gt-bundle-zero-counted",
         cls,
         "bundle --gate",
-        "honest",
+        "refused",
         bundle_zero,
+        ("gate failed",),
         what="bundle --gate reviewed_hallucination_rate<=0.5 with 0 counted labels: the statement must not record a pass",
     )
     for id, gate, words in (
@@ -2301,11 +2304,24 @@ def _verify_cases() -> None:
         ("bn-labels-count-edited", ("labels",), "the predicate's labels count edited, re-signed",
          edited(predicate(lambda p: p["labels"].update(count=999)))),
         ("bn-review-json-edited", ("review.json",), "a bundled review.json's order reversed, re-signed", edited(review_swap)),
-        ("bn-labels-replaced", ("figures",), "the bundled labels all set not hallucinated, re-signed", edited(labels_replaced)),
-        ("bn-gates-dropped", ("gates",), "the predicate's gate results dropped, re-signed", edited(predicate(lambda p: p.update(gates=[])))),
+        ("bn-labels-replaced", ("figures|cannot be computed again",), "the bundled labels all set not hallucinated, re-signed", edited(labels_replaced)),
     ]  # fmt: skip
     for id, words, what, make in tampers:
         add(id, cls, "verify", "refused", make, words, what)
+
+    def gates_dropped(ws: Workspace) -> Call:
+        """Which gates a team meant to apply is policy, not a record: a key holder who signs a
+        statement of no gate states a truth of the records, and verify shows no gate."""
+        edit_bundle(ws.p("bundle.tar"), predicate(lambda p: p.update(gates=[])))
+
+        def check(ws: Workspace, ran: Ran) -> str | None:
+            said = [line for line in ran.stdout.splitlines() if re.match(r"(PASS|FAIL) ", line)]
+            return f"verify shows a gate of a statement without one: {said[0]}" if said else None
+
+        return verify(ws, "bundle.tar", honest=check)
+
+    add("bn-gates-dropped", cls, "verify", "honest", gates_dropped,
+        what="the predicate's gate results dropped, re-signed: verified, and no gate shown")  # fmt: skip
 
     def documents(ws: Workspace) -> Call:
         def edit(files: dict[str, bytes], statement: dict[str, Any]) -> None:
@@ -2684,7 +2700,8 @@ def _sign_cases() -> None:
 
     def report_edited(ws: Workspace) -> Call:
         files, _, _ = open_bundle(ws.p("bundle.tar"))
-        files["data/report.html"] += b"<!-- edited -->"
+        records = next(name for name in files if name.endswith("/records.jsonl"))
+        files[records] += b"\n"  # a record file changed after signing
         rewrite_tar(ws.p("bundle.tar"), files)
         return Call(ws.sign(), lambda ws, ran: "countersigned a changed bundle", ("bundle.tar",))
 
@@ -2695,7 +2712,7 @@ def _sign_cases() -> None:
         "refused",
         report_edited,
         ("changed",),
-        "sign a bundle whose report.html was changed",
+        "sign a bundle whose records.jsonl was changed",
     )
     add("sg-twice", cls, "sign", "refused",
         lambda ws: Call(ws.sign("signed.tar"), lambda ws, ran: "signed twice in one role", ("signed.tar",)),

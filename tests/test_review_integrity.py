@@ -283,9 +283,12 @@ def test_checking_a_checked_run_with_examples_refuses_then_re_checks_into_a_new_
         ("labelled_at", "2099-01-01T00:00:00Z", "is in the future on this machine"),
         ("labelled_at", "2026-12-06T10:00:00", "has no time zone"),
         ("reviewer", "Ana\u202eoB", "invisible or control character (U+202E)"),
+        ("reviewer", "Ana\u3164", "invisible or control character (U+3164)"),
+        ("reviewer", "Ana\ufe0f", "invisible or control character (U+FE0F)"),
+        ("reviewer", "An\u034fa", "invisible or control character (U+034F)"),
         ("role", "boss", '"role" must be one of first, second, adjudicator'),
     ],
-    ids=["words", "future", "no-zone", "rtl-override", "role"],
+    ids=["words", "future", "no-zone", "rtl-override", "hangul-filler", "vs16", "cgj", "role"],
 )
 def test_label_fields_that_would_mislead_are_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, field: str, value: str, message: str
