@@ -34,9 +34,24 @@ STABLE = {
     "bn-clean": "honest",
     "bn-member-removed": "refused",
     "out-labels": "refused",
+    # silent wrongs of the first pass (issue 48), one or more of each class, now refused or
+    # honest
+    "rj-swap-passed": "refused",
+    "rj-seed": "refused",
+    "lb-adjudicator-agreed": "refused",
+    "lb-second-case": "refused",
+    "lb-second-hangul-filler": "refused",
+    "lb-labelled-at-before-run": "refused",
+    "rd-threshold-edited": "refused",
+    "gt-report-zero-counted": "refused",
+    "bn-report-edited": "refused",
+    "bn-reviewers-edited": "refused",
+    "bn-signature-duplicated": "refused",
+    "sg-symlink": "honest",
+    "sg-figures-do-not-recompute": "refused",
 }
-# classified, whatever today's code does with them
-ANY = ("lb-adjudicator-agreed", "rj-seed", "bn-report-edited")
+# classified, whatever the code does with them
+ANY = ("bn-gates-dropped",)
 
 
 @pytest.fixture(scope="module")
