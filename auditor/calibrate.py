@@ -44,6 +44,7 @@ from auditor.config import (
 )
 from auditor.engine_dtype import engine_dtype
 from auditor.errors import BadInput
+from auditor.files import read_regular_file
 from auditor.labels import ReviewLabel, settle
 from auditor.labels import read_labels as read_labels_file
 from auditor.run_shapes import ArtifactPart
@@ -589,11 +590,12 @@ def load_calibration(path: Path, name: str = "") -> Calibration:
     """A calibration from CAL_DIR (or its calibration.json); BadInput in one line otherwise
     (an in-sample calibration of an earlier auditor included)."""
     file = path / CALIBRATION if path.is_dir() else path
+    if not file.exists():
+        raise BadInput(f"{file}: no such calibration; make one with `{HOW_TO_CALIBRATE}`")
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise BadInput(f"{file}: no such calibration; make one with `{HOW_TO_CALIBRATE}`") from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        # a FIFO or a device refused from its stat, never read
+        data = json.loads(read_regular_file(file).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise BadInput(
             f"{file}: not a readable calibration ({exc}); run auditor calibrate again"
         ) from exc

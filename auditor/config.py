@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from auditor.engine_dtype import engine_dtype
 from auditor.errors import BadInput
+from auditor.files import read_regular_file
 
 __all__ = [
     "ChunkingConfig",
@@ -802,10 +803,13 @@ def format_validation_error(
 def read_toml(path: Path, what: str) -> dict[str, Any]:
     """A TOML file as a mapping; BadInput naming the file (and line) when it cannot be read.
     A UTF-8 byte-order mark (Windows editors write one) is read past."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read {what} ({exc.strerror})") from exc
+    if path.exists() and not path.is_dir():
+        data = read_regular_file(path)  # a FIFO or a device refused, never read
+    else:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise BadInput(f"{path}: cannot read {what} ({exc.strerror})") from exc
     try:
         raw = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -4,8 +4,11 @@ A reader (a resumed command, a report, a second process) sees the old file or th
 never half of one; time stamps are UTC ISO-8601 to the second, as stored in every artifact.
 Every command checks its outputs (`check_output_file`, `check_output_dir`) before it writes
 anything or starts an engine, so a bad `--out` is refused in one line, not after the work; the
-same checks refuse an output that would land on a file the command reads, or in a run dir it
-reads (`Read`, `refuse_output_on_input`).
+same checks refuse an output that would land on a file the command reads or writes, existing
+or not yet (`Read`, `refuse_output_on_input`; a path given twice, `refuse_given_twice`): paths
+are compared resolved (a symbolic link to an input is the input) and by inode (a hard link).
+A file a person gives is read through `read_regular_file`: a FIFO, a device or a socket is
+refused before it is opened, and a file past a size bound before it is read.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import contextlib
 import errno
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +31,8 @@ __all__ = [
     "Read",
     "check_output_dir",
     "check_output_file",
+    "read_regular_file",
+    "refuse_given_twice",
     "refuse_output_on_input",
     "utc_now",
     "write_json_atomic",
@@ -65,12 +71,15 @@ class Read:
     with `folder` a dir whose files it reads (a run dir, an index dir, a corpus). `writes`
     names the files (relative paths) the command's outputs may be in such a folder: an output
     anywhere else in it is refused (`report.html` in a RUN_DIR of `report`; `checks.jsonl` in
-    the RUN_DIR of `check`). A path of None, or one that does not exist, is nothing to keep."""
+    the RUN_DIR of `check`). With `written`, it is another output of the same command (`report
+    --history` with `--record`): an output on it is refused whether or not it exists yet. A
+    path of None is nothing to keep; one that does not exist is compared by its path alone."""
 
     name: str
     path: Path | None
     folder: bool = False
     writes: tuple[str, ...] = ()
+    written: bool = False
 
 
 def check_output_file(path: Path, option: str, reads: Sequence[Read] = ()) -> None:
@@ -106,15 +115,17 @@ def refuse_output_on_input(
     path: Path, option: str, reads: Sequence[Read], writes: Sequence[str] | None = None
 ) -> None:
     """BadInput, one line naming `option`, `path`, what it would overwrite and the fix, when an
-    output would land on something the command reads. The output is `path` (a file, or a dir
-    as a whole), or with `writes` those files in the dir `path`; it lands on a read when,
-    resolved (symbolic links followed), it is a file of `reads`, is in a folder of `reads`
-    other than at that folder's own `writes`, or holds one of `reads`."""
+    output would land on something the command reads or another output it writes. The output is
+    `path` (a file, or a dir as a whole), or with `writes` those files in the dir `path`; it
+    lands on a read when, resolved (symbolic links followed), it is a file of `reads` (or the
+    same file by inode: a hard link), is in a folder of `reads` other than at that folder's own
+    `writes`, or holds one of `reads`; a read that does not exist yet (an output made by the
+    same command, a history created on its first record) is compared by its resolved path."""
     targets = [path] if writes is None else [path / name for name in writes]
     for target in targets:
         where = target.resolve()
         for read in reads:
-            if read.path is None or not os.path.exists(read.path):
+            if read.path is None:
                 continue
             problem, fix = _lands_on(where, read, option)
             if not problem:
@@ -126,7 +137,35 @@ def refuse_output_on_input(
                     if option.startswith("-")
                     else f"give {read.name} another path"
                 )
-            raise BadInput(f"{option} {path}: {problem}, which this command reads; {fix}")
+            does = "this command also writes" if read.written else "this command reads"
+            raise BadInput(f"{option} {path}: {problem}, which {does}; {fix}")
+
+
+def refuse_given_twice(name: str, paths: Sequence[Path]) -> None:
+    """BadInput when two of `paths` (given as `name`, e.g. RUN_DIR) are one file or dir:
+    the same path, a symbolic link to it, or a hard link; each would be read and written
+    twice."""
+    seen: list[Path] = []
+    for path in paths:
+        for earlier in seen:
+            if _same(path.resolve(), earlier):
+                raise BadInput(
+                    f"{name} {path}: the same as {name} {earlier} (given twice, or a link to "
+                    f"it); give each {name} once"
+                )
+        seen.append(path)
+
+
+def _same(where: Path, other: Path) -> bool:
+    """Whether the resolved path `where` is `other`: the same path resolved, or the same file
+    by inode (a hard link) where both exist."""
+    source = other.resolve()
+    if where == source:
+        return True
+    try:
+        return os.path.samefile(where, source)
+    except OSError:  # one of them does not exist (yet)
+        return False
 
 
 def _lands_on(where: Path, read: Read, option: str) -> tuple[str, str]:
@@ -147,11 +186,77 @@ def _lands_on(where: Path, read: Read, option: str) -> tuple[str, str]:
                 f"give {option} a path outside {read.path}",
             )
         return f"would write into {named}", f"give {option} a path outside {read.path}"
-    if where == source or (os.path.exists(where) and os.path.samefile(where, source)):
+    if _same(where, read.path):
         return f"would overwrite {named}", f"give {option} another path"
     if source.is_relative_to(where):
         return f"would hold {named}", f"give {option} a path apart from {read.path}"
     return "", ""
+
+
+# what a path that is no regular file is, for the refusal
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_regular_file(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of the regular file at `path` (symbolic links followed); BadInput in one line
+    naming it when it does not exist, cannot be read, is no regular file (a FIFO would block
+    the command, /dev/zero never end: they are refused from their stat, a FIFO never opened)
+    or holds more than `limit` bytes (refused from its size, before it is read)."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError as exc:
+        raise BadInput(f"{path}: no such file") from exc
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read it ({exc.strerror})") from exc
+    _refuse_irregular(path, found, limit)
+    try:
+        # O_NONBLOCK: were it swapped for a FIFO since the stat, opening would not wait for
+        # a writer, and the fstat below refuses it
+        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read it ({exc.strerror})") from exc
+    try:
+        _refuse_irregular(path, os.fstat(handle), limit)
+        chunks = []
+        size = 0
+        while chunk := os.read(handle, 1 << 20):
+            chunks.append(chunk)
+            size += len(chunk)
+            if limit is not None and size > limit:  # it grew while read
+                raise BadInput(_too_large(path, size, limit))
+        return b"".join(chunks)
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read it ({exc.strerror})") from exc
+    finally:
+        os.close(handle)
+
+
+def _refuse_irregular(path: Path, found: os.stat_result, limit: int | None) -> None:
+    if not stat.S_ISREG(found.st_mode):
+        kind = next((name for test, name in _KINDS if test(found.st_mode)), "not a file")
+        raise BadInput(
+            f"{path}: {kind}, not a regular file; give a file (a pipe or a device would be "
+            "read without end, or wait forever)"
+        )
+    if limit is not None and found.st_size > limit:
+        raise BadInput(_too_large(path, found.st_size, limit))
+
+
+def _too_large(path: Path, size: int, limit: int) -> str:
+    return (
+        f"{path}: {_mib(size)}, larger than the {_mib(limit)} an input file may be; split it "
+        "into smaller files"
+    )
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:,.1f} MiB" if size % 2**20 else f"{size // 2**20:,} MiB"
 
 
 def _check_folder_above(path: Path, option: str) -> None:

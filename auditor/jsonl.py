@@ -1,40 +1,60 @@
-"""Reading JSONL inputs written by people: one object per line, errors named by file:line."""
+"""Reading JSONL inputs written by people: one object per line, errors named by file:line.
+
+A person's file is read only when it is a regular file no larger than `MAX_INPUT_BYTES`
+(`auditor.files.read_regular_file`: a FIFO, a device or a socket would block or never end),
+as UTF-8 (a UTF-16 or UTF-32 file is named as such, with the iconv line that converts it), one
+JSON object per line, each nested at most `MAX_DEPTH` levels and with each key once in each
+object (a duplicate key would let the last value win silently).
+"""
 
 from __future__ import annotations
 
 import codecs
 import json
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from auditor.errors import BadInput
+from auditor.files import read_regular_file
 
-__all__ = ["iter_objects", "labelled_id", "unique_id"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_INPUT_BYTES",
+    "iter_objects",
+    "labelled_id",
+    "parse_line",
+    "unique_id",
+    "wide_encoding",
+]
+
+# the largest JSONL file a person gives (labels, answers, questions, examples): read whole,
+# it takes about four times its size in memory; a larger one is refused naming both sizes
+MAX_INPUT_BYTES = 256 * 2**20
+# the deepest a line's JSON may nest (a label, an answer or a question is a few levels deep;
+# Python's parser gives up near 1,000 with a RecursionError)
+MAX_DEPTH = 64
 
 
-def iter_objects(path: Path, fields: str) -> Iterator[tuple[str, dict[str, Any]]]:
+def iter_objects(
+    path: Path, fields: str, limit: int = MAX_INPUT_BYTES
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """(`file:line`, object) for each non-blank line; BadInput on the first bad line.
 
     `fields` names what an object should hold, for the message (e.g. "id and question").
-    A UTF-8 byte-order mark (Excel and Windows editors write one) is read past.
+    A UTF-8 byte-order mark (Excel and Windows editors write one) is read past; a file that is
+    no regular file, or larger than `limit` bytes, is refused before it is read.
     """
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise BadInput(f"{path}: no such file") from exc
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read it ({exc.strerror})") from exc
+    data = read_regular_file(path, limit)
+    wide = wide_encoding(data)
+    if wide is not None:
+        raise BadInput(_wide_message(path, *wide, data))
     try:
         # split on "\n" only: str.splitlines() also breaks at U+2028/U+2029/U+0085, which
         # JSON allows raw inside strings
         lines = data.decode("utf-8-sig").split("\n")
     except UnicodeDecodeError as exc:
-        if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or b"\x00" in data[:200]:
-            raise BadInput(
-                f"{path}: UTF-16 (Windows editors save it so); convert it to UTF-8, e.g. "
-                f"iconv -f utf-16 -t utf-8 {path} > fixed.jsonl"
-            ) from exc
         start = exc.start + (len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0)
         bad_line = data[:start].count(b"\n") + 1
         raise BadInput(
@@ -45,7 +65,7 @@ def iter_objects(path: Path, fields: str) -> Iterator[tuple[str, dict[str, Any]]
             continue
         where = f"{path}:{number}"
         try:
-            row = json.loads(line)
+            row = parse_line(line, where, unique_keys=True)
         except json.JSONDecodeError as exc:
             raise BadInput(
                 f"{where}: not valid JSON ({exc.msg}); one JSON object per line"
@@ -53,6 +73,138 @@ def iter_objects(path: Path, fields: str) -> Iterator[tuple[str, dict[str, Any]]
         if not isinstance(row, dict):
             raise BadInput(f"{where}: expected a JSON object with {fields}")
         yield where, row
+
+
+def parse_line(line: str | bytes, where: str, unique_keys: bool = False, **options: Any) -> Any:
+    """One line's JSON; BadInput naming `where` (`file:line`) when it nests deeper than
+    `MAX_DEPTH` levels or, with `unique_keys`, holds a key twice in one object. A line that is
+    not JSON raises json.JSONDecodeError (ValueError) for the caller to word; `options` go to
+    json.loads."""
+    if unique_keys:
+        options["object_pairs_hook"] = _pairs_hook(where)
+    try:
+        value = json.loads(line, **options)
+    except RecursionError as exc:
+        raise BadInput(_too_deep(where)) from exc
+    # a line with fewer brackets than the bound cannot nest past it: only others are walked
+    brackets = (
+        line.count("[") + line.count("{")
+        if isinstance(line, str)
+        else line.count(b"[") + line.count(b"{")
+    )
+    if brackets > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
+        raise BadInput(_too_deep(where))
+    return value
+
+
+def _too_deep(where: str) -> str:
+    return (
+        f"{where}: nested deeper than {MAX_DEPTH} levels; a line is one flat object "
+        "(generated by another tool? write its fields, not its whole structure)"
+    )
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
+
+
+def _pairs_hook(where: str) -> Any:
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        row = dict(pairs)
+        if len(row) != len(pairs):
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    break
+                seen.add(key)
+            raise BadInput(
+                f"{where}: key {key!r} given twice in one object (the last would win "
+                "silently); keep one"
+            )
+        return row
+
+    return hook
+
+
+# UTF-32 before UTF-16: a UTF-32LE byte-order mark begins with UTF-16LE's
+_MARKS = (
+    (codecs.BOM_UTF32_LE, "UTF-32LE"),
+    (codecs.BOM_UTF32_BE, "UTF-32BE"),
+    (codecs.BOM_UTF16_LE, "UTF-16LE"),
+    (codecs.BOM_UTF16_BE, "UTF-16BE"),
+)
+_SNIFF = 400  # bytes looked at for NULs where there is no byte-order mark
+
+
+def wide_encoding(data: bytes) -> tuple[str, bool] | None:
+    """(encoding, with a byte-order mark) of a UTF-16 or UTF-32 file, or ("NUL", False) for
+    one with NUL bytes in no such pattern; None for what may be UTF-8 (JSON text has no NUL:
+    UTF-16 of ASCII text decodes as UTF-8 with a NUL after each character, so it is told by
+    where its NULs are, not by a decode error)."""
+    for mark, name in _MARKS:
+        if data.startswith(mark):
+            return name, True
+    head = data[:_SNIFF]
+    if b"\x00" not in head:
+        return None
+    head = head[: len(head) - len(head) % 4] or head
+
+    def nul_share(offsets: tuple[int, ...], step: int) -> float:
+        picked = [head[i] for i in range(len(head)) if i % step in offsets]
+        return sum(b == 0 for b in picked) / max(1, len(picked))
+
+    # ASCII text: UTF-32LE is c 0 0 0, UTF-32BE 0 0 0 c, UTF-16LE c 0, UTF-16BE 0 c; any
+    # character below U+10000 leaves UTF-32's two high bytes NUL, and few a UTF-16 byte
+    if nul_share((2, 3), 4) > 0.95 and nul_share((0,), 4) < 0.5:
+        return "UTF-32LE", False
+    if nul_share((0, 1), 4) > 0.95 and nul_share((3,), 4) < 0.5:
+        return "UTF-32BE", False
+    if nul_share((1,), 2) > 0.3 and nul_share((0,), 2) < 0.1:
+        return "UTF-16LE", False
+    if nul_share((0,), 2) > 0.3 and nul_share((1,), 2) < 0.1:
+        return "UTF-16BE", False
+    return "NUL", False
+
+
+def _wide_message(path: Path, name: str, marked: bool, data: bytes) -> str:
+    quoted = shlex.quote(str(path))
+    if name == "NUL":
+        line = data[: data.index(b"\x00")].count(b"\n") + 1
+        return (
+            f"{path}:{line}: a NUL byte, which no UTF-8 JSON text has (a binary file, or text "
+            "in another encoding?); give one JSON object per line in UTF-8"
+        )
+    if name.startswith("UTF-16") and marked:
+        # iconv reads the mark and writes UTF-8 without one
+        return (
+            f"{path}: UTF-16 (Windows editors save it so); convert it to UTF-8, e.g. "
+            f"iconv -f utf-16 -t utf-8 {quoted} > fixed.jsonl"
+        )
+    how = (
+        "with a byte-order mark"
+        if marked
+        else f"without a byte-order mark: NUL bytes {_nul_pattern(name)}"
+    )
+    return (
+        f"{path}: {name} ({how}), not UTF-8; convert it, e.g. "
+        f"iconv -f {name} -t UTF-8 {quoted} > fixed.jsonl"
+    )
+
+
+def _nul_pattern(name: str) -> str:
+    return {
+        "UTF-16LE": "at odd positions",
+        "UTF-16BE": "at even positions",
+        "UTF-32LE": "after each character, three by three",
+        "UTF-32BE": "before each character, three by three",
+    }[name]
 
 
 def unique_id(where: str, value: Any, seen: dict[str, int]) -> str:

@@ -131,13 +131,17 @@ def settle(
     is then the answer's."""
     key = key or (lambda label: label.labelled_id)
     groups: dict[Hashable, dict[str, ReviewLabel]] = {}
+    # each label's copies' lines, made a tuple once at the end (a tuple grown by one per copy
+    # made settling n copies quadratic: a 20 MB labels file took minutes)
+    copies: dict[int, list[str]] = {}
     for label in labels:
         roles = groups.setdefault(key(label), {})
         earlier = roles.get(label.role)
         if earlier is None:
-            roles[label.role] = _with_lines(label, (label.where,))
+            roles[label.role] = label
+            copies[id(label)] = [label.where]
         elif earlier.same_verdict(label):
-            roles[label.role] = _with_lines(earlier, (*earlier.lines, label.where))
+            copies[id(earlier)].append(label.where)
         else:
             who = f" by {label.role} review" if label.role != "first" else ""
             raise BadInput(
@@ -147,6 +151,9 @@ def settle(
             )
     settled = []
     for roles in groups.values():
+        roles = {
+            role: _with_lines(label, tuple(copies[id(label)])) for role, label in roles.items()
+        }
         first, second, final = roles.get("first"), roles.get("second"), roles.get("adjudicator")
         if second is not None and first is None:
             raise BadInput(

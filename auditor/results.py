@@ -17,11 +17,11 @@ from pydantic import ValidationError
 from auditor.calibrate import Calibration
 from auditor.config import GoodputConfig, PipelineConfig, SLOConfig, format_validation_error
 from auditor.errors import BadInput
-from auditor.files import utc_now
+from auditor.files import read_regular_file, utc_now
 from auditor.goodput import summarize
 from auditor.review import ReviewLabel, read_checked_review
 from auditor.reviewed import review_summary
-from auditor.run_shapes import check_manifests, check_run_rows
+from auditor.run_shapes import check_manifests, check_run_rows, check_totals
 from auditor.store import (
     MANIFEST,
     read_check_manifest,
@@ -106,8 +106,9 @@ def load_run(run_dir: Path) -> RunArtifacts:
     checks = read_checks(run_dir, torn=torn.append, filled=True)
     check_manifest = read_check_manifest(run_dir)
     # shapes and consistency before any figure is computed or file written (run_shapes)
-    check_run_rows(run_dir, records, checks)
+    check_run_rows(run_dir, records, checks, torn)
     manifest = check_manifests(run_dir, manifest, check_manifest)
+    check_totals(run_dir, manifest, records, checks, check_manifest, torn)
     damaged = [torn_note(where) for where in torn]
     for note in damaged:
         log.warning(note)  # on the terminal; the report shows it beside the run as well
@@ -129,8 +130,8 @@ def say_damaged_summary(run_dir: Path) -> None:
     if not path.exists():
         return
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        data = json.loads(read_regular_file(path).decode("utf-8"))
+    except (BadInput, UnicodeDecodeError, ValueError, RecursionError) as exc:
         log.warning("%s: damaged (%s); regenerated from the run's records and checks", path, exc)
         return
     if not isinstance(data, dict) or not isinstance(data.get("metrics"), dict):

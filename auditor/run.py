@@ -130,6 +130,33 @@ def _host() -> dict[str, Any]:
     }
 
 
+def _totals(summary: RunSummary) -> dict[str, Any]:
+    """manifest.json's totals: what records.jsonl holds (`run_shapes.check_totals` holds a run
+    dir to them)."""
+    return {
+        "requests": summary.requests,
+        "completed": summary.completed,
+        "errors": summary.errors,
+        "output_tokens": summary.output_tokens,
+        "generation_s": round(summary.generation_s, 6),
+        "tokens_per_s": summary.tokens_per_s,
+    }
+
+
+def _close_killed_sessions(manifest: dict[str, Any], records: list[dict[str, Any]]) -> None:
+    """A session whose end never ran (killed mid-answer: no "completed") is closed with the
+    records it left (those past the totals), marked interrupted, and the totals made those of
+    every record: a resumed run's manifest agrees with its records.jsonl again."""
+    killed = [s for s in manifest.get("sessions") or [] if s.get("completed") is None]
+    if not killed:
+        return
+    before = int((manifest.get("totals") or {}).get("requests") or 0)
+    for session in killed:
+        session |= {"completed": max(0, len(records) - before), "interrupted": True}
+        before = len(records)
+    manifest["totals"] = _totals(summarize_records(Path("."), records, manifest))
+
+
 def _check_compatible(existing: dict[str, Any], fresh: dict[str, Any], run_dir: Path) -> None:
     """A resumed run must be the same audit: same config, index and question set."""
     for key, label in (
@@ -289,13 +316,17 @@ def run_pipeline(
     assert config.generator is not None  # plan_run refused a pipeline without one
     run_dir.mkdir(parents=True, exist_ok=True)
     records = read_records(run_dir, repair=True)
+    _close_killed_sessions(manifest, records)
     done = {r["id"] for r in records}
     todo = [q for q in questions if q.id not in done]
-    write_run_manifest(run_dir, manifest)
-    if not todo:
+    if not todo:  # every question answered: the totals are those of every record
         summary = summarize_records(run_dir, records, manifest)
+        manifest["status"] = "complete"
+        manifest["totals"] = _totals(summary)
+        write_run_manifest(run_dir, manifest)
         summary.skipped = len(questions)
         return summary
+    write_run_manifest(run_dir, manifest)
 
     prepared: dict[str, tuple[Question, list[Any] | None, GenRequest]] = {}
     if config.generator.kind in SELF_RETRIEVING:
@@ -318,10 +349,14 @@ def run_pipeline(
     with timed("engine start"):
         generator = factory(config.generator, on_stage=callbacks.stage, on_bytes=callbacks.bytes)
     manifest["model"] = generator.identity()
-    write_run_manifest(run_dir, manifest)
-    # generation_s from the start: a session stopped before generating is written with 0 s
+    # generation_s from the start: a session stopped before generating is written with 0 s.
+    # The session is in the manifest before its first record: one killed mid-answer (its end
+    # never runs) is told by its missing "completed", and records.jsonl may hold up to its
+    # `requests` rows past the totals (run_shapes.check_totals); the next resume closes it.
     session: dict[str, Any] = {"started_at": utc_now(), "requests": len(todo), "generation_s": 0.0}
     manifest["sessions"].append(session)
+    manifest["status"] = "running"
+    write_run_manifest(run_dir, manifest)
     new_records: list[dict[str, Any]] = []
     try:
         callbacks.start_generation(len(todo))
@@ -355,14 +390,7 @@ def run_pipeline(
         manifest["status"] = "complete" if complete else "partial"
         manifest["finished_at"] = utc_now()
         summary = summarize_records(run_dir, all_records, manifest)
-        manifest["totals"] = {
-            "requests": summary.requests,
-            "completed": summary.completed,
-            "errors": summary.errors,
-            "output_tokens": summary.output_tokens,
-            "generation_s": round(summary.generation_s, 6),
-            "tokens_per_s": summary.tokens_per_s,
-        }
+        manifest["totals"] = _totals(summary)
         write_run_manifest(run_dir, manifest)
     if new_records and all(r.get("error") for r in new_records):
         first = new_records[0]["error"]

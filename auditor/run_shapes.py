@@ -6,16 +6,19 @@ leave rows that are valid JSON of the wrong shape. Every figure is computed from
 so such a row is a one-line refusal naming the file, the line and the field, never a
 traceback and never a silently wrong figure. Each file's shape is a pydantic model of the
 fields the figures and the report read (strict kinds, other keys kept): `Record`, `CheckRow`
-(with `CheckClaim`), `RunManifest`, `CheckManifest`; across files, each answer once and every
-checked answer among the records. `bench/fault_probe.py` damages every field to test it.
+(with `CheckClaim`), `RunManifest`, `CheckManifest`; across files, each answer once, every
+checked answer among the records, and the rows as many as the manifests' totals say
+(`check_totals`: a records.jsonl appended to, or a manifest of another run, would change every
+throughput figure without a word). `bench/fault_probe.py` damages every field to test it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -27,6 +30,7 @@ __all__ = [
     "check_manifests",
     "check_row",
     "check_run_rows",
+    "check_totals",
     "record_row",
 ]
 
@@ -203,10 +207,15 @@ def _fields(
 
 
 def check_run_rows(
-    run_dir: Path, records: list[dict[str, Any]], checks: list[dict[str, Any]]
+    run_dir: Path,
+    records: list[dict[str, Any]],
+    checks: list[dict[str, Any]],
+    torn: Sequence[str] = (),
 ) -> None:
     """Each answer once in records.jsonl and in checks.jsonl, every checked answer among the
-    records (a checks.jsonl with rows beside an empty records.jsonl included)."""
+    records (a checks.jsonl with rows beside an empty records.jsonl included). `torn`: the
+    `file:line` of torn last lines left out (`store.read_jsonl`); a checked answer missing
+    from records.jsonl whose last line is cut off is blamed on the cut, not on another run."""
     for name, rows in (("records.jsonl", records), ("checks.jsonl", checks)):
         seen: set[str] = set()
         for row in rows:
@@ -216,11 +225,181 @@ def check_run_rows(
             seen.add(ident)
     recorded = {str(row["id"]) for row in records}
     stray = [str(row["id"]) for row in checks if str(row["id"]) not in recorded]
+    cut = _torn_in(torn, "records.jsonl")
+    if len(stray) == 1 and cut is not None:  # the one answer whose record was cut
+        raise BadInput(
+            f"{cut}: the last line is cut off (an interrupted write, or a copy cut short), "
+            f"and checks.jsonl checks that answer ({stray[0]!r}); copy the run dir again, or "
+            f"resume the run into the same --out to write it again (`auditor run ... --out "
+            f"{run_dir}`; imported answers: `auditor check --answers FILE --out {run_dir}`) "
+            f"and check it into a new dir (`auditor check {run_dir} --out NEW_DIR`)"
+        )
     if stray:
         raise BadInput(
             f"{run_dir / 'checks.jsonl'}: {len(stray)} checked answer(s) not in records.jsonl "
             f"({', '.join(repr(s) for s in stray[:3])}); the two files are of different runs? {FIX}"
         )
+
+
+def _torn_in(torn: Sequence[str], name: str) -> str | None:
+    """The `file:line` among `torn` of the file called `name`, if any."""
+    return next((where for where in torn if Path(where.rsplit(":", 1)[0]).name == name), None)
+
+
+def check_totals(
+    run_dir: Path,
+    manifest: dict[str, Any],
+    records: list[dict[str, Any]],
+    checks: list[dict[str, Any]],
+    check_manifest: dict[str, Any] | None,
+    torn: Sequence[str] = (),
+) -> None:
+    """The rows as many as the manifests say, each count and token total the figures use
+    equal to what the rows hold; BadInput naming both numbers otherwise.
+
+    manifest.json's `totals` (a run of a pipeline) are written at the end of each session
+    (`auditor.run`), and each session is written before its first record: a session without
+    "completed" was killed mid-answer, and records.jsonl may then hold up to its `requests`
+    rows past the totals, never fewer than they say. Answers imported (`check --answers`) are
+    as many as `source.count` once the import is "complete" (at most as many while
+    "running"). check.json's `totals` (written when a check completes) are the rows of
+    checks.jsonl and their claims. A torn last line, left out of the rows, may be one the
+    totals count."""
+    _check_record_totals(run_dir, manifest, records, torn)
+    _check_check_totals(run_dir, checks, check_manifest, torn)
+
+
+def _check_record_totals(
+    run_dir: Path, manifest: dict[str, Any], records: list[dict[str, Any]], torn: Sequence[str]
+) -> None:
+    records_path = run_dir / "records.jsonl"
+    cut = 1 if _torn_in(torn, "records.jsonl") else 0
+    rows = len(records)
+    if manifest.get("kind") == "answers":
+        source = manifest.get("source")
+        count = source.get("count") if isinstance(source, dict) else None
+        if _whole(count) and not (
+            rows <= count and (manifest.get("status") == "running" or rows + cut >= count)
+        ):
+            raise BadInput(
+                f"{records_path}: {_many(rows, 'row')}, but manifest.json says it imported "
+                f"{_many(count, 'answer')} (source.count); {_why(rows > count)}; import them "
+                "again into a new --out (auditor check --answers FILE --out NEW_DIR)"
+            )
+        return
+    totals = manifest.get("totals") or {}
+    requests = totals.get("requests") if isinstance(totals, dict) else None
+    if not _whole(requests):
+        return  # no session ended yet (the first one killed): nothing to hold the rows to
+    sessions = [s for s in manifest.get("sessions") or [] if isinstance(s, dict)]
+    killed = [s for s in sessions if s.get("completed") is None]
+    slack = sum(s["requests"] for s in killed if _whole(s.get("requests")))
+    if not requests - cut <= rows <= requests + slack:
+        resume = (
+            f" (a run killed mid-answer by an earlier auditor: resume it into the same --out, "
+            f"auditor run ... --out {run_dir}, which brings the manifest up to date)"
+            if rows > requests
+            else ""
+        )
+        raise BadInput(
+            f"{records_path}: {_many(rows, 'row')}, but manifest.json says "
+            f"{_many(requests, 'request')} (totals.requests); {_why(rows > requests)}; re-run "
+            f"into a new --out{resume}"
+        )
+    if killed or cut or rows != requests:
+        return  # a killed session's rows are not in the totals yet
+    answered = [r for r in records if not r.get("error")]
+    found = {
+        "completed": len(answered),
+        "errors": rows - len(answered),
+        "output_tokens": sum(int(r.get("output_tokens") or 0) for r in answered),
+    }
+    for key, value in found.items():
+        said = totals.get(key)
+        if _whole(said) and said != value:
+            raise BadInput(
+                f"{records_path}: its rows hold {value} {_TOTALS[key]}, but manifest.json says "
+                f"{said} (totals.{key}); the records were edited, or the manifest is of another "
+                "run; re-run into a new --out"
+            )
+    _check_times(run_dir, totals, sessions, found["output_tokens"])
+
+
+def _check_times(
+    run_dir: Path, totals: dict[str, Any], sessions: list[dict[str, Any]], tokens: int
+) -> None:
+    """totals.generation_s is the sessions' generation seconds summed (the time tok/s divides
+    by), and totals.tokens_per_s the tokens over it."""
+    spent = sum(float(v) for s in sessions if _number(v := s.get("generation_s")))
+    said = totals.get("generation_s")
+    if _number(said) and abs(said - spent) > 1e-5:
+        raise BadInput(
+            f"{run_dir / 'manifest.json'}: its sessions generated for {spent:.6g} s, but it says "
+            f"{said:.6g} s (totals.generation_s); {FIX}"
+        )
+    rate = totals.get("tokens_per_s")
+    if _number(rate) and spent > 0 and abs(rate - tokens / spent) > 1e-6 * max(1.0, abs(rate)):
+        raise BadInput(
+            f"{run_dir / 'manifest.json'}: {tokens} output tokens over {spent:.6g} s make "
+            f"{tokens / spent:.6g} tok/s, but it says {rate:.6g} (totals.tokens_per_s); {FIX}"
+        )
+
+
+def _check_check_totals(
+    run_dir: Path,
+    checks: list[dict[str, Any]],
+    check_manifest: dict[str, Any] | None,
+    torn: Sequence[str],
+) -> None:
+    if check_manifest is None or check_manifest.get("status") != "complete":
+        return  # a check under way (or killed) has no totals yet
+    totals = check_manifest.get("totals")
+    if not isinstance(totals, dict):
+        return  # written by an earlier auditor
+    path = run_dir / "checks.jsonl"
+    cut = 1 if _torn_in(torn, "checks.jsonl") else 0
+    rows, answers = len(checks), totals.get("answers")
+    fix = f"check it again into a new dir (auditor check {run_dir} --out NEW_DIR)"
+    if _whole(answers) and not answers - cut <= rows <= answers:
+        raise BadInput(
+            f"{path}: {_many(rows, 'row')}, but check.json says it checked "
+            f"{_many(answers, 'answer')} (totals.answers); "
+            f"{_why(rows > answers, 'checks', 'check.json', 'check')}; {fix}"
+        )
+    claims = totals.get("claims")
+    found = sum(len(row.get("claims") or []) for row in checks)
+    if _whole(claims) and not cut and found != claims:
+        raise BadInput(
+            f"{path}: its rows hold {_many(found, 'claim')}, but check.json says {claims} "
+            "(totals.claims); "
+            f"the checks were edited, or check.json is of another check; {fix}"
+        )
+
+
+# what each total of manifest.json counts, for the refusal
+_TOTALS = {
+    "completed": "answered requests",
+    "errors": "failed requests",
+    "output_tokens": "output tokens",
+}
+
+
+def _many(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _whole(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _number(value: Any) -> TypeGuard[float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _why(more: bool, rows: str = "records", manifest: str = "the manifest", of: str = "run") -> str:
+    """Why a file holds more (or fewer) rows than its manifest says."""
+    done = "appended to" if more else "cut or replaced"
+    return f"the {rows} were {done}, or {manifest} is of another {of}"
 
 
 class PipelineSection(ArtifactPart):
@@ -245,7 +424,8 @@ class IndexSection(ArtifactPart):
 
 
 class Session(ArtifactPart):
-    generation_s: float = Field(ge=0)  # a session is written once it has generated
+    # written before its first record (0 s until it ends); one without "completed" was killed
+    generation_s: float = Field(ge=0)
     started_at: str | None = None
     finished_at: str | None = None
     requests: int | None = None
@@ -274,12 +454,14 @@ class LoadRegime(ArtifactPart):
 
 
 class Totals(ArtifactPart):
-    requests: int | None = None
-    completed: int | None = None
-    errors: int | None = None
-    output_tokens: int | None = None
-    generation_s: float | None = None
-    tokens_per_s: float | None = None
+    """What records.jsonl holds when a session ended (`check_totals`)."""
+
+    requests: int | None = Field(None, ge=0)
+    completed: int | None = Field(None, ge=0)
+    errors: int | None = Field(None, ge=0)
+    output_tokens: int | None = Field(None, ge=0)
+    generation_s: float | None = Field(None, ge=0)
+    tokens_per_s: float | None = Field(None, ge=0)
 
 
 class SourceSection(ArtifactPart):
@@ -330,6 +512,13 @@ class JudgeSection(ArtifactPart):
     verdict_logic: str | None = None
 
 
+class CheckTotals(ArtifactPart):
+    """What checks.jsonl holds when the check completed (`check_totals`)."""
+
+    answers: int | None = Field(None, ge=0)
+    claims: int | None = Field(None, ge=0)
+
+
 class CheckManifest(ArtifactPart):
     """check.json: the judge that wrote checks.jsonl."""
 
@@ -340,6 +529,7 @@ class CheckManifest(ArtifactPart):
     started_at: str | None = None
     finished_at: str | None = None
     packages: dict[str, str | None] | None = None
+    totals: CheckTotals | None = None
 
 
 # a run of a pipeline has these; a run of imported answers has none of them

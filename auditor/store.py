@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from auditor.errors import BadInput
-from auditor.files import write_json_atomic
+from auditor.files import read_regular_file, write_json_atomic
+from auditor.jsonl import parse_line
 from auditor.run_shapes import check_row, record_row
 
 __all__ = [
@@ -49,8 +50,8 @@ def read_run_manifest(run_dir: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = parse_line(read_regular_file(path).decode("utf-8"), str(path))
+    except ValueError as exc:
         raise BadInput(f"{path}: corrupt run manifest ({exc}); use another --out dir") from exc
     if not isinstance(data, dict) or data.get("schema_version") != RUN_SCHEMA_VERSION:
         version = data.get("schema_version") if isinstance(data, dict) else None
@@ -67,8 +68,8 @@ def read_json_artifact(path: Path, what: str, fix: str) -> dict[str, Any] | None
     if not path.exists():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        data = parse_line(read_regular_file(path).decode("utf-8"), str(path))
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise BadInput(f"{path}: corrupt {what} ({exc}); {fix}") from exc
     if not isinstance(data, dict):
         raise BadInput(f"{path}: corrupt {what} (not a JSON object); {fix}")
@@ -147,15 +148,14 @@ def read_jsonl(
     if not path.exists():
         return []
     records: list[dict[str, Any]] = []
-    with path.open("rb") as handle:
-        data = handle.read()
+    data = read_regular_file(path)  # a FIFO or a device in a run dir is refused, never read
     good_end = 0
     for number, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
             good_end += len(line) + 1
             continue
         try:
-            row = json.loads(line, parse_constant=_refuse_constant)
+            row = parse_line(line, f"{path}:{number}", parse_constant=_refuse_constant)
         except _NotANumber as exc:
             raise BadInput(
                 f"{path}:{number}: {exc} is not a number (JSON has no NaN or Infinity); "

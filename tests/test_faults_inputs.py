@@ -412,8 +412,11 @@ def _grow(run: Path) -> None:
 
 
 def _lose_last_check(run: Path) -> None:
+    """The last check row lost, in a run checked by an auditor that wrote no totals in
+    check.json (with them, the row count alone is refused: `check totals`)."""
     rows = (run / "checks.jsonl").read_text().splitlines()
     (run / "checks.jsonl").write_text("\n".join(rows[:-1]) + "\n")
+    _edit_json(run / "check.json", lambda data: data.pop("totals"))
 
 
 def _recheck(run: Path) -> None:
@@ -567,6 +570,66 @@ def _bundle_after(move: Callable[[Path], None], *extra: str) -> Callable[[Path],
     return make
 
 
+# files and run dirs (issue 48)
+
+
+def _labels_file(content: bytes | Callable[[Path], None]) -> Callable[[Path], list[str]]:
+    """`report RUN --labels l.jsonl` on a good run, l.jsonl written as `content` (bytes, or
+    made at its path by a function: a FIFO, a sparse file)."""
+
+    def make(tmp: Path) -> list[str]:
+        run = _good_run(tmp)
+        labels = tmp / "l.jsonl"
+        if isinstance(content, bytes):
+            labels.write_bytes(content)
+        else:
+            content(labels)
+        return ["report", str(run), "--labels", str(labels)]
+
+    return make
+
+
+def _sparse(size: int) -> Callable[[Path], None]:
+    def make(path: Path) -> None:
+        with path.open("wb") as handle:  # no disk used, never read
+            handle.truncate(size)
+
+    return make
+
+
+LABEL_LINE = '{"id": "a1", "hallucinated": false}\n'
+
+
+def _fake_pipeline_run(tmp: Path, questions: int = 8) -> Path:
+    """A run dir of a pipeline (fake embedder and generator), as `auditor run` writes it."""
+    from auditor.config import PipelineConfig
+    from auditor.run import run_pipeline
+    from auditor.testing import FakeGenerator
+
+    rows = [{"id": f"q{k}", "question": f"How long can I return a T{k}?"} for k in range(questions)]
+    asked = _write(tmp / "q.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    config = PipelineConfig.model_validate(
+        {
+            "name": "fake",
+            "ingest": {"embedder": {"model": "fake-words"}},
+            "retrieval": {"top_k": 1},
+            "generator": {"kind": "vllm", "model": "smollm2-135m-instruct"},
+        }
+    )
+    fake = FakeGenerator()
+    run_pipeline(config, asked, _index(tmp), tmp / "run", generator_factory=lambda *a, **k: fake)
+    return tmp / "run"
+
+
+def _pipeline_run_damaged(damage: Callable[[Path], None]) -> Callable[[Path], list[str]]:
+    def make(tmp: Path) -> list[str]:
+        run = _fake_pipeline_run(tmp)
+        damage(run)
+        return ["report", str(run)]
+
+    return make
+
+
 def _verify_packed(pack: Callable[[bytes], bytes], name: str) -> Callable[[Path], list[str]]:
     def make(tmp: Path) -> list[str]:
         bundle, key = _bundled(tmp)
@@ -673,6 +736,40 @@ def _verify_declared_beyond(tmp: Path) -> list[str]:
     info.size = 64 * 1024**2
     bundle.write_bytes(data[:end] + info.tobuf(format=tarfile.GNU_FORMAT) + b"x" * 1024)
     return ["verify", str(bundle), "--key", f"{key}.pub"]
+
+
+def _append_copies(times: int) -> Callable[[Path], None]:
+    """records.jsonl grown `times` over with copies of its rows under new ids."""
+
+    def damage(run: Path) -> None:
+        rows = [json.loads(line) for line in _jsonl_lines(run / "records.jsonl")]
+        more = [row | {"id": f"{row['id']}-{k}"} for k in range(times) for row in rows]
+        _write_lines(run / "records.jsonl", [json.dumps(row) for row in rows + more])
+
+    return damage
+
+
+def _check_one_of_two(tmp: Path) -> Path:
+    """Two answers, the first checked (--limit 1)."""
+    answers = _write(
+        tmp / "answers.jsonl", "".join(json.dumps(ANSWER | {"id": i}) + "\n" for i in ("a1", "a2"))
+    )
+    args = ["check", "--answers", str(answers), "--out", str(tmp / "good"), "-q", "--limit", "1"]
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    return tmp / "good"
+
+
+def _check_row_appended(tmp: Path) -> list[str]:
+    run = _check_one_of_two(tmp)
+    (row,) = _jsonl_lines(run / "checks.jsonl")
+    _write_lines(run / "checks.jsonl", [row, json.dumps(json.loads(row) | {"id": "a2"})])
+    return ["report", str(run)]
+
+
+def _cut_checked_record(run: Path) -> None:
+    """records.jsonl's last line cut (a copy cut short) while checks.jsonl checked it."""
+    (line,) = _jsonl_lines(run / "records.jsonl")
+    (run / "records.jsonl").write_text(line[:30])
 
 
 CASES = [
@@ -868,6 +965,25 @@ CASES = [
     Case("verify: a member larger than the tar", _verify_declared_beyond, 1, "declares 67,108,864 bytes, the tar holds 1,024"),
     Case("verify: a gzipped bundle", _verify_packed(_gzipped, "a.tar.gz"), 2, "a gzip file, not a bundle"),
     Case("verify: a zipped bundle", _verify_packed(_zipped, "a.zip"), 2, "a zip archive, not a bundle"),
+    # files and run dirs (issue 48)
+    Case("labels: a character device", _with_good_run(lambda run: ["report", str(run), "--labels", "/dev/zero"]), 2, "/dev/zero: a character device, not a regular file"),
+    Case("labels: a FIFO", _labels_file(os.mkfifo), 2, "l.jsonl: a FIFO (named pipe), not a regular file"),
+    Case("labels: past the size bound", _labels_file(_sparse(257 * 2**20)), 2, "l.jsonl: 257 MiB, larger than the 256 MiB an input file may be"),
+    Case("labels: nested 100,000 deep", _labels_file(b'{"id": "a1", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"), 2, "l.jsonl:1: nested deeper than 64 levels"),
+    Case("labels: a key twice in one object", _labels_file(b'{"id": "a1", "hallucinated": true, "hallucinated": false}\n'), 2, "l.jsonl:1: key 'hallucinated' given twice in one object"),
+    Case("labels: UTF-16LE without a byte-order mark", _labels_file(LABEL_LINE.encode("utf-16-le")), 2, "l.jsonl: UTF-16LE (without a byte-order mark: NUL bytes at odd positions), not UTF-8; convert it, e.g. iconv -f UTF-16LE -t UTF-8"),
+    Case("labels: UTF-32 with a byte-order mark", _labels_file(LABEL_LINE.encode("utf-32")), 2, "l.jsonl: UTF-32LE (with a byte-order mark), not UTF-8; convert it, e.g. iconv -f UTF-32LE -t UTF-8"),
+    Case("report --record --history and --out one new file", _with_good_run(lambda run: ["report", str(run), "--record", "--history", str(run.parent / "h.sqlite"), "--out", str(run.parent / "h.sqlite")]), 2, "h.sqlite: would overwrite --history"),
+    Case("report --history onto its report", _with_good_run(lambda run: ["report", str(run), "--history", str(run / "report.html")]), 2, "report.html: would overwrite --out"),
+    Case("report --labels a hard link of a summary.json", _with_good_run(lambda run: (os.link(_labels(run), run / "summary.json"), ["report", str(run), "--labels", _labels(run)])[1]), 2, "summary.json would overwrite --labels"),
+    Case("audit --history onto its report", lambda tmp: _audit(tmp, "--history", str(tmp / "audit" / "report.html")), 2, "report.html: would overwrite --out"),
+    Case("review a run dir twice, once through a link", _with_good_run(lambda run: ["review", str(run), str(_link(run.parent / "again", run)), "--sample", "1"]), 2, "the same as RUN_DIR"),
+    Case("keygen --out a link to its KEY.pub", lambda tmp: ["keygen", "--out", str(_link(tmp / "k", _write(tmp / "k.pub", "x"))), "--force"], 2, "would overwrite KEY.pub"),
+    Case("records appended past the manifest's totals", _pipeline_run_damaged(_append_copies(5)), 2, "records.jsonl: 48 rows, but manifest.json says 8 requests (totals.requests); the records were appended to"),
+    Case("records: output tokens edited", _pipeline_run_damaged(_first_row("records.jsonl", lambda row: row.update(output_tokens=row["output_tokens"] * 10))), 2, "output tokens, but manifest.json says"),
+    Case("imported answers appended to", _damaged_run(_append_copies(1)), 2, "records.jsonl: 2 rows, but manifest.json says it imported 1 answer (source.count)"),
+    Case("checks appended past check.json's totals", _check_row_appended, 2, "checks.jsonl: 2 rows, but check.json says it checked 1 answer (totals.answers)"),
+    Case("records: last line cut, its answer checked", _damaged_run(_cut_checked_record), 2, "records.jsonl:1: the last line is cut off (an interrupted write, or a copy cut short)"),
 ]  # fmt: skip
 
 

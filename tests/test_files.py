@@ -205,3 +205,128 @@ def test_outputs_beside_their_inputs_pass(tmp_path: Path) -> None:
         f"--out {tmp_path / 'hard.jsonl'}: would overwrite --labels {labels}, which this command "
         "reads; give --out another path"
     )
+
+
+# files and run dirs (issue 48): no output on an input nor on another output of the same
+# command, existing or not yet, through symbolic and hard links
+
+
+@pytest.mark.usefixtures("fakes")
+def test_report_out_onto_its_new_history_is_refused_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    """`report --record --history H --out H` with H new wrote the history row, then the HTML
+    over it (exit 0; every later report with that history failed)."""
+    run = _good_run(tmp_path)
+    history = tmp_path / "h.sqlite"
+    before = _tree(tmp_path)
+    args = ["report", str(run), "--record", "--history", str(history), "--out", str(history)]
+    done = CliRunner().invoke(cli, args)
+    assert done.exit_code == 2, done.output
+    assert done.stderr == (
+        f"Error: --out {history}: would overwrite --history {history}, which this command also "
+        "writes; give --out another path\n"
+    )
+    assert _tree(tmp_path) == before and not history.exists()
+    # through a link to the (new) history, and without --record (the history is read, and
+    # the report on it would make it no history)
+    link = tmp_path / "link.html"
+    link.symlink_to(history)
+    done = CliRunner().invoke(
+        cli, ["report", str(run), "--history", str(history), "--out", str(link)]
+    )
+    assert done.exit_code == 2 and "would overwrite --history" in done.stderr, done.output
+    assert "which this command reads" in done.stderr
+
+
+@pytest.mark.usefixtures("fakes")
+def test_report_history_onto_the_default_report_or_a_summary_is_refused(tmp_path: Path) -> None:
+    run = _good_run(tmp_path)
+    default = run / "report.html"
+    done = CliRunner().invoke(cli, ["report", str(run), "--history", str(default)])
+    assert done.exit_code == 2, done.output
+    assert done.stderr == (
+        f"Error: --history {default}: would overwrite --out {default}, which this command also "
+        "writes; give --history another path\n"
+    )
+    labels = _write(tmp_path / "l.jsonl", '{"id": "a1", "hallucinated": false}\n')
+    os.link(labels, run / "summary.json")  # summary.json is the labels file, by inode
+    before = _tree(tmp_path)
+    done = CliRunner().invoke(cli, ["report", str(run), "--labels", str(labels)])
+    assert done.exit_code == 2, done.output
+    assert done.stderr == (
+        f"Error: RUN_DIR {run}: {run / 'summary.json'} would overwrite --labels {labels}, which "
+        "this command reads; give --labels another path\n"
+    )
+    assert _tree(tmp_path) == before
+
+
+@pytest.mark.usefixtures("fakes")
+def test_audit_history_onto_its_report_or_bundle_is_refused(tmp_path: Path) -> None:
+    report = tmp_path / "audit" / "report.html"
+    done = CliRunner().invoke(cli, _audit(tmp_path, "--history", str(report)))
+    assert done.exit_code == 2, done.output
+    assert done.stderr == (
+        f"Error: --history {report}: would overwrite --out {report}, which this command also "
+        "writes; give --history another path\n"
+    )
+    key = _write(tmp_path / "k", "not read: refused before")
+    history = tmp_path / "h.sqlite"
+    args = _audit(tmp_path, "--history", str(history), "--bundle", str(history), "--key", str(key))
+    done = CliRunner().invoke(cli, args)
+    assert done.exit_code == 2, done.output
+    assert done.stderr.startswith(
+        f"Error: --bundle {history}: would overwrite --history {history}, which this command "
+        "also writes"
+    )
+
+
+@pytest.mark.usefixtures("fakes")
+def test_a_run_dir_given_twice_is_refused(tmp_path: Path) -> None:
+    """`review RUN RUN` drew and wrote review.json twice; through a link, too."""
+    run = _good_run(tmp_path)
+    link = tmp_path / "again"
+    link.symlink_to(run)
+    for command in ("review", "report"):
+        extra = ["--sample", "1"] if command == "review" else []
+        done = CliRunner().invoke(cli, [command, str(run), str(link), *extra])
+        assert done.exit_code == 2, done.output
+        assert done.stderr == (
+            f"Error: RUN_DIR {link}: the same as RUN_DIR {run} (given twice, or a link to it); "
+            "give each RUN_DIR once\n"
+        )
+    assert not (run / "review.json").exists()
+
+
+def test_keygen_refuses_a_key_that_is_its_public_key(tmp_path: Path) -> None:
+    """KEY and KEY.pub one file through a link: --force would write the public key over it."""
+    key = tmp_path / "k"
+    _write(tmp_path / "k.pub", "x")
+    key.symlink_to(tmp_path / "k.pub")
+    done = CliRunner().invoke(cli, ["keygen", "--out", str(key), "--force"], input="pw\npw\n")
+    assert done.exit_code == 2, done.output
+    assert done.stderr == (
+        f"Error: --out {key}: would overwrite KEY.pub {tmp_path / 'k.pub'}, which this command "
+        "also writes; give --out another path\n"
+    )
+
+
+def test_an_output_is_compared_with_outputs_not_made_yet(tmp_path: Path) -> None:
+    """A read that does not exist yet is compared by its path (resolved): the same path, a
+    link to it, a dir that would hold it; a folder not made yet keeps its own files."""
+    new = tmp_path / "new" / "h.sqlite"
+    written = Read("--history", new, written=True)
+    for given in (new, tmp_path / "new" / "." / "h.sqlite"):
+        with pytest.raises(BadInput, match="would overwrite --history"):
+            check_output_file(given, "--out", [written])
+    link = tmp_path / "link"
+    link.symlink_to(new)
+    with pytest.raises(BadInput, match="which this command also writes"):
+        check_output_file(link, "--out", [written])
+    with pytest.raises(BadInput, match="would hold --history"):
+        check_output_dir(tmp_path / "new", "--index", [written])
+    folder = Read("--out", tmp_path / "d", folder=True, writes=("report.html",))
+    check_output_file(tmp_path / "d" / "report.html", "--bundle", [folder])
+    with pytest.raises(BadInput, match="would write into --out"):
+        check_output_file(tmp_path / "d" / "b.tar", "--bundle", [folder])
+    check_output_file(tmp_path / "other.html", "--out", [written, folder])

@@ -164,12 +164,18 @@ def audit(
                 None if judge_config.examples is None else Path(judge_config.examples),
             ),
             Read("--labels", labels_path),
+            Read("--key", key_path),
         ]
         per_run = (MANIFEST, RECORDS, CHECKS, CHECK_MANIFEST, SUMMARY, REVIEW, ENGINE_LOG)
         written = [f"{c.name}/{name}" for c in configs for name in per_run]
-        check_output_dir(out_dir, "--out", reads, [*AUDIT_FILES, ENGINE_LOG, *written])
-        refuse_output_on_input(_history_path(history_path), "--history", reads)
-        signing_key = _bundle_key(bundle_path, key_path, passphrase_env, out_dir, reads)
+        out_files = [*AUDIT_FILES, ENGINE_LOG, *written]
+        check_output_dir(out_dir, "--out", reads, out_files)
+        # the history is written too (existing or not): on no input, and on none of --out's files
+        history = Read("--history", _history_path(history_path), written=True)
+        outputs = [Read("--out", out_dir / name, written=True) for name in out_files]
+        assert history.path is not None
+        refuse_output_on_input(history.path, "--history", [*reads, *outputs])
+        signing_key = _bundle_key(bundle_path, key_path, passphrase_env, out_dir, [*reads, history])
         # every input is validated before a file is written or an engine started
         run_dirs = plan_audit(
             configs, questions_path, index_dir, out_dir, limit, _history_path(history_path)

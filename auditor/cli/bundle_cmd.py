@@ -34,7 +34,7 @@ from auditor.evidence.keys import (
 )
 from auditor.evidence.sign import countersign, signing_target
 from auditor.evidence.verify import VerificationFailed, verify_bundle
-from auditor.files import Read, utc_now
+from auditor.files import Read, refuse_output_on_input, utc_now
 from auditor.gates import parse_gate
 from auditor.store import CHECKS, MANIFEST, RECORDS
 
@@ -79,6 +79,8 @@ def keygen(out: Path, passphrase_env: str | None, force: bool) -> None:
     KEY is the private key, encrypted with the passphrase (PKCS#8 PEM, mode 0600); KEY.pub the
     public key to hand to whoever verifies. Prints the key's fingerprint.
     """
+    # KEY and KEY.pub are two files: not one through a link (before the passphrase is asked)
+    refuse_output_on_input(out, "--out", [Read("KEY.pub", public_key_path(out), written=True)])
     passphrase = read_passphrase(passphrase_env, confirm=True)
     found = generate_key(out, passphrase, force)
     click.echo(f"key {out} (public: {public_key_path(out)}); fingerprint {found}")

@@ -18,9 +18,10 @@ from auditor.cli.options import (
     load_labels_option,
 )
 from auditor.evidence.extracted import bundle_inputs
-from auditor.files import Read, check_output_file, refuse_output_on_input
+from auditor.files import Read, check_output_file, refuse_given_twice, refuse_output_on_input
 from auditor.gates import parse_gate
 from auditor.history import accept_baseline, default_history_path, list_audits
+from auditor.results import SUMMARY
 
 __all__ = [
     "baseline",
@@ -233,17 +234,25 @@ def report(
     calibration = load_calibration_option(calibration_name)
     labels = load_labels_option(labels_path)
     history_db = _history_path(history_path)
-    # no output lands on an input: the run dirs take summary.json and report.html alone
-    reads = [
-        *(Read("RUN_DIR", d, folder=True, writes=("report.html",)) for d in run_dirs),
+    refuse_given_twice("RUN_DIR", run_dirs)
+    # no output lands on an input or on another output: the run dirs take summary.json and
+    # report.html alone, the history is read (and written with --record) whether or not it
+    # exists yet
+    target = out_path or run_dirs[0] / "report.html"
+    files = [
         Read("--labels", labels_path),
         Read("--calibration", None if calibration is None else calibration.path),
     ]
+    reads = [*(Read("RUN_DIR", d, folder=True, writes=("report.html",)) for d in run_dirs), *files]
+    history = Read("--history", history_db, written=record)
     if out_path is not None:
-        check_output_file(out_path, "--out", [*reads, Read("--history", history_db)])
-    if record:
-        refuse_output_on_input(history_db, "--history", reads)
-    target = out_path or run_dirs[0] / "report.html"
+        check_output_file(out_path, "--out", [*reads, history])
+    report_file = Read("--out", target, written=True)  # given or not
+    refuse_output_on_input(
+        history_db, "--history", [*reads, report_file] if record else [report_file]
+    )
+    for run_dir in run_dirs:  # each run's summary.json
+        refuse_output_on_input(run_dir, "RUN_DIR", [*files, history, report_file], (SUMMARY,))
     outcome = finish_audit(
         list(run_dirs),
         target,

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from auditor.files import refuse_given_twice
 from auditor.results import load_run
 from auditor.review import draw_review, write_review
 from auditor.reviewed import labels_advice, reviewed_rate
@@ -60,6 +61,7 @@ def review(
     drawn: only the labelled prefix of that order makes a rate.
     """
 
+    refuse_given_twice("RUN_DIR", run_dirs)  # each run's review.json written once
     runs = [load_run(run_dir) for run_dir in run_dirs]  # every dir validated before writing
     plans = [(run, *draw_review(run, size, seed, second_share)) for run in runs]
     for run, sample, earlier in plans:

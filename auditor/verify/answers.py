@@ -13,6 +13,7 @@ from auditor.errors import BadInput
 from auditor.files import utc_now
 from auditor.jsonl import iter_objects, labelled_id
 from auditor.review import run_fingerprint
+from auditor.run_shapes import check_totals
 from auditor.store import (
     MANIFEST,
     RECORDS,
@@ -85,8 +86,13 @@ def items_from_run(run_dir: Path) -> list[AnswerItem]:
     if not path.is_file():
         raise BadInput(f"{path}: missing; run `auditor run ... --out {run_dir}` first")
     manifest = read_run_manifest(run_dir)  # BadInput when corrupt or of another schema version
-    items = items_from_rows(read_records(run_dir, torn=_say_torn), path)
-    if manifest is not None:
+    torn: list[str] = []
+    records = read_records(run_dir, torn=torn.append)
+    for where in torn:
+        _say_torn(where)
+    items = items_from_rows(records, path)
+    if manifest is not None:  # as many rows as the manifest says (appended to: refused)
+        check_totals(run_dir, manifest, records, [], None, torn)
         fingerprint = run_fingerprint(manifest)
         for item in items:
             item.run = fingerprint
@@ -159,9 +165,9 @@ class AnswersFile:
 def read_answers(answers_path: Path) -> AnswersFile:
     """Read and validate an answers file (id, question, contexts, answer, reference?); BadInput
     naming file and line on the first problem."""
-    digest = _digest(answers_path)
     rows = []
     seen: dict[str, int] = {}
+    # read first: a FIFO or a device is refused before anything else reads it
     for where, data in iter_objects(answers_path, "id, question, contexts, answer"):
         ident = labelled_id(where, data, seen)  # PIPELINE/ID for a review page's labels
         question, contexts = data.get("question"), data.get("contexts")
@@ -183,7 +189,7 @@ def read_answers(answers_path: Path) -> AnswersFile:
                 None if source in (None, "") else str(source),
             )
         )
-    return _answers_file(answers_path, digest, rows)
+    return _answers_file(answers_path, _digest(answers_path), rows)
 
 
 def answers_from_labels(path: Path, labels: Sequence[Any]) -> AnswersFile:
@@ -261,8 +267,8 @@ def _new_rows(answers: AnswersFile, out_dir: Path) -> list[dict[str, Any]]:
             f"{manifest}: this dir holds a run of pipeline "
             f"{existing.get('pipeline', {}).get('name')!r}, not imported answers; use another --out"
         )
-    if existing.get("source", {}).get("sha256") == answers.sha256:
-        return []
+    # every held row compared, the same file's too: an import cut short (or a last line torn)
+    # resumes with the rows it lacks
     held = {str(row["id"]): row for row in read_records(out_dir)}
     given = {row["id"]: row for row in answers.rows}
     for ident, row in held.items():
@@ -303,21 +309,22 @@ def import_answers(answers: AnswersFile | Path, out_dir: Path) -> list[AnswerIte
     source = {"path": str(answers.path), "sha256": answers.sha256, "count": len(answers.rows)}
     if existing is None or new or existing.get("source") != source:
         out_dir.mkdir(parents=True, exist_ok=True)
+        manifest = (existing or {"started_at": utc_now()}) | {
+            "schema_version": 1,
+            "kind": "answers",
+            "run_id": out_dir.name,
+            "source": source,
+            "status": "running",
+            "load_regime": {"mode": "not measured"},
+        }
+        # "running" before the first row: an import cut short holds fewer rows than
+        # source.count, never more (run_shapes.check_totals); "complete" once all are in
+        write_run_manifest(out_dir, manifest)
+        read_records(out_dir, repair=True)  # a torn last line cut off: appending goes on after it
         with RecordWriter(out_dir) as writer:
             for row in new:
                 writer.write(row)
-        write_run_manifest(
-            out_dir,
-            (existing or {"started_at": utc_now()})
-            | {
-                "schema_version": 1,
-                "kind": "answers",
-                "run_id": out_dir.name,
-                "source": source,
-                "status": "complete",
-                "load_regime": {"mode": "not measured"},
-            },
-        )
+        write_run_manifest(out_dir, manifest | {"status": "complete"})
     return items_from_run(out_dir)
 
 

@@ -244,10 +244,16 @@ def check_into(
                 _count(summary, row)
             if on_batch:
                 on_batch(len(rows))
-    for row in read_checks(out_dir):
+    rows_now = read_checks(out_dir)
+    for row in rows_now:
         if row["id"] in done:
             _count(summary, row)
     manifest |= {"status": "complete", "finished_at": utc_now()}
+    # what checks.jsonl holds: a report holds the file to it (run_shapes.check_totals)
+    manifest["totals"] = {
+        "answers": len(rows_now),
+        "claims": sum(len(row.get("claims") or []) for row in rows_now),
+    }
     if (scale := runner.record()) is not None:
         manifest["scale"] = scale
     if config.premise_check and config.claims == "listed" and "faithfulness" in config.metrics:
