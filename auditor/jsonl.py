@@ -47,6 +47,9 @@ def iter_objects(
     no regular file, or larger than `limit` bytes, is refused before it is read.
     """
     data = read_regular_file(path, limit)
+    for magic, what, fix in COMPRESSED:
+        if data.startswith(magic):
+            raise BadInput(f"{path}: {what}, not JSONL text; {fix}")
     wide = wide_encoding(data)
     if wide is not None:
         raise BadInput(_wide_message(path, *wide, data))
@@ -132,6 +135,16 @@ def _pairs_hook(where: str) -> Any:
 
     return hook
 
+
+# a file given as JSONL that is an archive or compressed, by its first bytes (no JSON text
+# starts with these), and what to do
+COMPRESSED = (
+    (b"\x1f\x8b", "a gzip file", "gunzip it first (gunzip -k FILE) and give the .jsonl"),
+    (b"PK\x03\x04", "a zip archive", "unzip it first and give the .jsonl inside"),
+    (b"BZh", "a bzip2 file", "bunzip2 it first (bunzip2 -k FILE) and give the .jsonl"),
+    (b"\xfd7zXZ\x00", "an xz file", "unxz it first (unxz -k FILE) and give the .jsonl"),
+    (b"\x28\xb5\x2f\xfd", "a zstd file", "unzstd it first (unzstd FILE) and give the .jsonl"),
+)
 
 # UTF-32 before UTF-16: a UTF-32LE byte-order mark begins with UTF-16LE's
 _MARKS = (

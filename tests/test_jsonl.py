@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import bz2
 import codecs
+import gzip
+import io
 import json
+import lzma
 import os
 import shutil
 import socket
 import subprocess
+import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,6 +26,13 @@ from auditor.questions import load_questions
 from auditor.testing import FakeEmbedder, FakeJudge
 
 BOM = "\ufeff".encode()
+
+
+def _zipped(data: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("labels.jsonl", data)
+    return buffer.getvalue()
 
 
 def test_a_byte_order_mark_is_read_past(tmp_path: Path) -> None:
@@ -194,6 +207,27 @@ def test_nul_bytes_in_no_wide_pattern_are_named(tmp_path: Path) -> None:
     with pytest.raises(BadInput) as refused:
         list(iter_objects(path, "id"))
     assert str(refused.value).startswith(f"{path}:2: a NUL byte, which no UTF-8 JSON text has")
+
+
+@pytest.mark.parametrize(
+    ("compress", "named"),
+    [
+        (lambda data: gzip.compress(data), "a gzip file, not JSONL text; gunzip it first"),
+        (lambda data: bz2.compress(data), "a bzip2 file, not JSONL text; bunzip2 it first"),
+        (lambda data: lzma.compress(data), "an xz file, not JSONL text; unxz it first"),
+        (_zipped, "a zip archive, not JSONL text; unzip it first"),
+    ],
+    ids=["gzip", "bzip2", "xz", "zip"],
+)
+def test_a_compressed_file_is_named_as_what_it_is(
+    tmp_path: Path, compress: Callable[[bytes], bytes], named: str
+) -> None:
+    """Its bytes would otherwise be blamed on a NUL byte or another encoding."""
+    path = tmp_path / "labels.jsonl"
+    path.write_bytes(compress((json.dumps(LABEL) + "\n").encode()))
+    with pytest.raises(BadInput) as refused:
+        list(iter_objects(path, "id"))
+    assert str(refused.value).startswith(f"{path}: {named}")
 
 
 def test_labels_from_a_device_are_refused_by_the_command(tmp_path: Path) -> None:
