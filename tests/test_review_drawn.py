@@ -228,6 +228,9 @@ def test_a_sample_of_no_answers_says_its_second_review_drew_none(
     (run / "checks.jsonl").write_text(
         "".join(json.dumps(r | {"error": "judge failed", "claims": []}) + "\n" for r in rows)
     )
+    check = json.loads((run / "check.json").read_text())  # as a check whose every call failed
+    check["totals"]["claims"] = 0
+    (run / "check.json").write_text(json.dumps(check))
     done = _review(run, "--sample", "3", "--second-review", "0.5")
     assert done.exit_code == 0, done.output
     assert "0 of 0 answers to review" in done.output and "none for a second review" in done.output
