@@ -670,3 +670,60 @@ def test_a_model_that_fails_to_prepare_in_the_background_fails_the_audit_in_one_
     assert fake_engines == []  # no engine started
     timings = json.loads((tmp_path / "audit" / "timings.json").read_text(encoding="utf-8"))
     assert timings["status"] == "failed"
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ([{"id": "UNDRAWN", "hallucinated": False}], "outside its drawn review sample"),
+        (
+            [
+                {"id": "DRAWN", "hallucinated": False, "reviewer": "Ana"},
+                {"id": "DRAWN", "hallucinated": False, "reviewer": "Bo", "role": "second"},
+            ],
+            "which is not drawn for a second review",
+        ),
+    ],
+    ids=["outside-sample", "second-not-drawn"],
+)
+def test_audit_labels_outside_the_sample_it_will_review_are_refused_before_any_engine(
+    corpus: tuple[Path, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    lines: list[dict[str, Any]],
+    message: str,
+) -> None:
+    """`audit --review 1 --labels`: the sample is seed 0's first answer over the questions
+    asked, known before the work; a label outside it (or a second review none is drawn for)
+    is refused in one line with no engine, judge or model preparation started and nothing
+    written."""
+    from auditor.generate.vllm_offline import VLLMGenerator
+    from auditor.review import drawn_order
+
+    def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("an engine, a judge or a model was started")
+
+    monkeypatch.setattr("auditor.verify.judges.make_judge", never)
+    monkeypatch.setattr(VLLMGenerator, "from_config", classmethod(never))
+    monkeypatch.setattr("auditor.audit.prepare_model", never)
+    index, questions = corpus
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(
+        'name = "p"\n[ingest.embedder]\nmodel = "fake-words"\n[generator]\nkind = "vllm"\n'
+        'model = "smollm2-135m-instruct"\n',
+        encoding="utf-8",
+    )
+    order = drawn_order(sorted(str(q["id"]) for q in QUESTIONS), 0)
+    named = {"DRAWN": order[0], "UNDRAWN": order[1]}
+    labels = tmp_path / "l.jsonl"
+    labels.write_text(
+        "".join(json.dumps(line | {"id": named[line["id"]]}) + "\n" for line in lines),
+        encoding="utf-8",
+    )
+    out = tmp_path / "audit"
+    argv = ["audit", "--pipeline", str(pipeline), "--questions", str(questions), "--index",
+            str(index), "--out", str(out), "--review", "1", "--labels", str(labels), "-q"]  # fmt: skip
+    done = CliRunner().invoke(cli, argv)
+    assert done.exit_code == 2, done.output
+    assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert not out.exists()
