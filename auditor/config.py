@@ -577,6 +577,13 @@ class JudgeConfig(_Model):
         "mode (RAGTruth QA dev CV, both dtypes: docs/judge-accuracy.md); the listed mode was "
         "measured at 2.",
     )
+    short_clauses: Literal["skipped", "facts", "all"] = Field(
+        "skipped",
+        description="Clauses of fewer than four content words: `skipped` as fragments; `facts`, "
+        'checked when they have a figure, a date, a name or a negation ("48 degrees and sunny '
+        'at 9am"); `all`, checked whenever they have a word (for measuring the rule: '
+        "docs/judge-accuracy.md).",
+    )
     max_claims: int = Field(16, ge=1, le=64, description="Most claims taken from one answer.")
     max_answer_chars: int = Field(
         6000, ge=200, description="Longer answers are checked on their first part only."

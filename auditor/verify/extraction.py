@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from difflib import SequenceMatcher
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -30,8 +30,10 @@ __all__ = [
     "claims_prompt",
     "claims_schema",
     "is_question_echo",
+    "is_short_clause",
     "refusal_claim",
     "refusal_claims",
+    "short_clause_is_claim",
     "source_sentence",
     "uncovered_sentences",
     "written_in",
@@ -286,7 +288,79 @@ _CITATION = re.compile(
 UNCOVERED_SHARE = 0.5
 
 
-def uncovered_sentences(answer: str, claims: list[str], question: str) -> list[str]:
+# a short clause states a checkable fact when it has a figure, a date, a name or a negation
+_MONTHS = frozenset(
+    [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "today",
+        "yesterday",
+        "tomorrow",
+    ]
+)
+_NEGATIONS = frozenset(
+    ["not", "no", "never", "none", "neither", "nor", "without", "cannot", "nothing", "nobody"]
+)
+ShortClauses = Literal["skipped", "facts", "all"]
+
+
+def is_short_clause(clause: str) -> bool:
+    """Fewer than four content words: a fragment to the sentence rule."""
+    return len(_word_stems([clause])) < 4
+
+
+def short_clause_is_claim(clause: str, rule: ShortClauses) -> bool:
+    """Whether a clause of fewer than four content words is checked (`rule`): `skipped`, never
+    (the rule before 2026-12-08); `facts`, when it has a figure, a date, a name or a negation
+    ("48 degrees and sunny at 9am"); `all`, whenever it has a content word or a figure.
+    Error class: short statements of fact never checked (17 of 1,098 dev clauses)."""
+    if rule == "skipped":
+        return False
+    words = _words(clause)
+    if not words or not (_content_words(clause) or any(c.isdigit() for c in clause)):
+        return False
+    if rule == "all":
+        return True
+    if any(c.isdigit() for c in clause) or any(w in _MONTHS for w in words):
+        return True
+    if any(w in _NEGATIONS or w.endswith("n't") for w in re.findall(r"[\w']+", clause.lower())):
+        return True
+    # a name: a capitalised word that does not open the clause
+    return any(w[:1].isupper() for w in re.findall(r"\w+", clause)[1:])
+
+
+def uncovered_sentences(
+    answer: str, claims: list[str], question: str, short_clauses: ShortClauses = "skipped"
+) -> list[str]:
     """Statements of the answer that no listed claim carries, as claims of their own.
 
     A small judge's claim list can drop most of an answer (seen: a seven-step answer ending in
@@ -313,10 +387,16 @@ def uncovered_sentences(answer: str, claims: list[str], question: str) -> list[s
                 continue
             clause = clause[0].upper() + clause[1:]
             words = _word_stems([clause])
-            if len(words) < 4 or is_question_echo(clause, question, answer):
+            short = len(words) < 4
+            if short and not short_clause_is_claim(clause, short_clauses):
+                continue
+            if is_question_echo(clause, question, answer):
                 continue
             missing = words - said
-            if len(missing) >= 2 and len(missing) >= UNCOVERED_SHARE * len(words):
+            # a short clause checked by the rule counts as uncovered when a listed claim lacks
+            # one of its words or figures
+            uncovered = len(missing) >= 2 and len(missing) >= UNCOVERED_SHARE * len(words)
+            if uncovered or (short and (missing or not claims)):
                 found.append(clause if clause[-1] in ".!" else clause + ".")
     return found
 

@@ -64,7 +64,7 @@ def with_sentences(
     claim carries, and the sentence each `dropped` claim (a listing error) was taken from."""
     body = item.answer[: config.max_answer_chars]
     texts = [c.text for c in kept]
-    sentences = uncovered_sentences(body, texts, item.question)
+    sentences = uncovered_sentences(body, texts, item.question, config.short_clauses)
     for claim in dropped:
         sentence = source_sentence(claim.span, body, item.question)
         if sentence is not None and sentence not in sentences:
