@@ -291,7 +291,13 @@ def build_calibration(
 
 
 # judge settings that change no verdict: left out of the fingerprint
-_NOT_VERDICTS = {"name", "metrics", "retries", "answers_per_batch"}
+_NOT_VERDICTS = {
+    "name",
+    "metrics",
+    "retries",
+    "answers_per_batch",
+    "context_precision_verdict",  # context precision only, no claim's verdict
+}
 
 
 def verdict_settings(config: dict[str, Any]) -> dict[str, Any]:

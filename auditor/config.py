@@ -25,7 +25,9 @@ from auditor.errors import BadInput
 from auditor.files import read_regular_file
 
 __all__ = [
+    "CONTEXT_PRECISION_VERDICTS",
     "ChunkingConfig",
+    "ContextPrecisionVerdict",
     "EmbedderConfig",
     "FlatIndexConfig",
     "GeneratorConfig",
@@ -421,6 +423,14 @@ JudgeMetric = Literal[
 
 ALL_JUDGE_METRICS: tuple[JudgeMetric, ...] = get_args(JudgeMetric)
 
+# how context precision rates each chunk (judge `context_precision_verdict`)
+ContextPrecisionVerdict = Literal["reason", "first_token"]
+# what the report says beside a context precision figure made each way
+CONTEXT_PRECISION_VERDICTS: dict[str, str] = {
+    "reason": "RAGAS, reasoned verdicts",
+    "first_token": "verdict from the first token's probabilities",
+}
+
 
 def _all_judge_metrics() -> list[JudgeMetric]:
     return list(ALL_JUDGE_METRICS)
@@ -583,6 +593,14 @@ class JudgeConfig(_Model):
         'checked when they have a figure, a date, a name or a negation ("48 degrees and sunny '
         'at 9am"); `all`, checked whenever they have a word (for measuring the rule: '
         "docs/judge-accuracy.md).",
+    )
+    context_precision_verdict: ContextPrecisionVerdict = Field(
+        "reason",
+        description="How context precision rates each chunk: `reason`, stock RAGAS (the judge "
+        "writes JSON, a reason then a 0/1 verdict); `first_token`, RAGAS's prompt asking for "
+        "the verdict alone, read from the first token's log-probabilities (useful when "
+        "p(1) / (p(1) + p(0)) >= 0.5; one generated token). Compared by "
+        "bench/context_precision.py. Changes no claim verdict.",
     )
     max_claims: int = Field(16, ge=1, le=64, description="Most claims taken from one answer.")
     max_answer_chars: int = Field(

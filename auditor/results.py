@@ -69,6 +69,15 @@ class RunArtifacts:
         sha = self.check_manifest.get("judge", {}).get("sha256")
         return None if sha is None else str(sha)
 
+    @property
+    def context_precision_verdict(self) -> str | None:
+        """How the check rated chunks for context precision (judge `context_precision_verdict`;
+        "reason" for a check from before the setting); None when the run was not checked."""
+        if self.check_manifest is None:
+            return None
+        config = self.check_manifest.get("judge", {}).get("config", {})
+        return str(config.get("context_precision_verdict", "reason"))
+
 
 def pipeline_settings(
     manifest: dict[str, Any], run_dir: Path | None = None
@@ -167,6 +176,7 @@ def summarize_run(
         "model": run.manifest.get("model", {}),
         "judge": (run.check_manifest or {}).get("judge", {}).get("identity"),
         "judge_sha256": run.judge_sha256,
+        "context_precision_verdict": run.context_precision_verdict,
     }
     summary["reviewed"] = None
     run.labels = list(labels or [])

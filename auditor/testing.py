@@ -207,7 +207,9 @@ class FakeJudge:
     Claims are the answer's sentences; a claim is "true" for a passage holding 80 % of its
     words, "false" when the passage holds its words but not its numbers, else "unknown" -- the
     label comes with log-probabilities (0.9 on it) unless `logprobs` is False, as from a
-    server that returns none. `garbage_for` makes calls of those stages return invalid output
+    server that returns none. Context precision's verdict (JSON, or "1" / "0" with
+    log-probabilities 0.8 on it) is 1 for a chunk sharing three words with the answer.
+    `garbage_for` makes calls of those stages return invalid output
     (`garbage_times` times each), to exercise retries and unverifiable verdicts.
     """
 
@@ -241,6 +243,16 @@ class FakeJudge:
                     )
                     replies.append(reply)
                     continue
+            if call.schema is None and call.key.stage.startswith("cp-"):
+                # context precision's verdict alone: "1" or "0", read from log-probabilities
+                reply.text = str(self._useful(call.prompt))
+                reply.completion_tokens = 1
+                if self.logprobs and call.logprobs:
+                    reply.top_logprobs = {
+                        digit: math.log(0.8 if digit == reply.text else 0.2) for digit in "10"
+                    }
+                replies.append(reply)
+                continue
             if call.schema is None:  # a label read from log-probabilities
                 reply.text = self._label(call.prompt)
                 reply.completion_tokens = 1
@@ -274,8 +286,7 @@ class FakeJudge:
                 ]
             }
         if title == "ContextPrecisionOutput":
-            shared = _words(data["context"]) & _words(data["answer"])
-            return {"reason": "word overlap", "verdict": int(len(shared) >= 3)}
+            return {"reason": "word overlap", "verdict": self._useful(call.prompt)}
         if title == "AnswerRelevanceOutput":
             return {"question": data["response"], "noncommittal": 0}
         if title == "ContextRecallOutput":
@@ -303,6 +314,14 @@ class FakeJudge:
                 "FN": listed([t for t in truth if not matches(t, data["answer"])]),
             }
         raise ValueError(f"FakeJudge cannot answer a {title or 'schema'} call")
+
+    @staticmethod
+    def _useful(prompt: str) -> int:
+        """Context precision's verdict: 1 for a chunk sharing three words with the answer."""
+        import json
+
+        data = json.loads(prompt.rsplit("input: ", 1)[1].rsplit("Output:", 1)[0])
+        return int(len(_words(data["context"]) & _words(data["answer"])) >= 3)
 
     @staticmethod
     def _label(prompt: str) -> str:

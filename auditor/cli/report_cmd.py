@@ -17,6 +17,7 @@ from auditor.cli.options import (
     load_calibration_option,
     load_labels_option,
 )
+from auditor.config import CONTEXT_PRECISION_VERDICTS
 from auditor.evidence.extracted import bundle_inputs
 from auditor.files import Read, check_output_file, refuse_given_twice, refuse_output_on_input
 from auditor.gates import parse_gate
@@ -123,12 +124,25 @@ def format_table(runs: Sequence[Any]) -> str:
     calibration = next(
         (run.summary["calibration"] for run in runs if run.summary.get("calibration")), None
     )
-    if calibration is None:
-        return table
-    return (
-        table
-        + f"\ncorrected with calibration {calibration.get('name') or calibration['path']} ({_domain(calibration)})"
-    )
+    if calibration is not None:
+        table += f"\ncorrected with calibration {calibration.get('name') or calibration['path']} ({_domain(calibration)})"
+    method = _context_precision_method(runs)
+    return table if method is None else f"{table}\n{method}"
+
+
+def _context_precision_method(runs: Sequence[Any]) -> str | None:
+    """How the table's context precision verdicts were made: one line, naming each pipeline
+    where they differ (None: no summary records it, e.g. one from before the setting)."""
+    recorded = {
+        run.name: CONTEXT_PRECISION_VERDICTS[verdict]
+        for run in runs
+        if (verdict := run.summary.get("context_precision_verdict")) in CONTEXT_PRECISION_VERDICTS
+    }
+    if not recorded:
+        return None
+    if len(set(recorded.values())) == 1:
+        return f"ctx precision: {next(iter(recorded.values()))}"
+    return "ctx precision: " + "; ".join(f"{name}, {how}" for name, how in recorded.items())
 
 
 def _reviewed_cells(summary: dict[str, Any]) -> tuple[str, str]:

@@ -23,6 +23,7 @@ from markupsafe import Markup
 from auditor import __version__
 from auditor.claim_rows import Claim, flagged_at, hallucination_score
 from auditor.compare import compare_pair, compare_reviewed, headline, reviewed_headline
+from auditor.config import CONTEXT_PRECISION_VERDICTS
 from auditor.errors import BadInput
 from auditor.evidence.extracted import bundle_of
 from auditor.files import utc_now
@@ -122,6 +123,7 @@ def _question_views(run: RunArtifacts, index: int) -> dict[str, dict[str, Any]]:
             "faithfulness": (check or {}).get("faithfulness"),
             "support_score": (check or {}).get("support_score"),
             "context_precision": (check or {}).get("context_precision"),
+            "context_precision_method": _context_precision_method(run),
             "judge_failures": (check or {}).get("judge_failures", []),
             # listed claims the answer does not make (premise check): dropped, shown apart
             "listing_errors": (check or {}).get("listing_errors", []),
@@ -165,6 +167,7 @@ def _pipeline_view(
         "manifest": run.manifest,
         "check_manifest": run.check_manifest or {},
         "summary": run.summary,
+        "context_precision_method": _context_precision_method(run),
         # people's labels made a reviewed rate (labels none of which counts make none)
         "reviewed_rate": _has_reviewed_rate(run.summary),
         "gates": [g for g in gate_results if g.pipeline == run.name],
@@ -174,6 +177,12 @@ def _pipeline_view(
         "trend": trend,
         "damaged": run.damaged,
     }
+
+
+def _context_precision_method(run: RunArtifacts) -> str | None:
+    """How the run's context precision verdicts were made, in the report's words (None: the
+    run was not checked)."""
+    return CONTEXT_PRECISION_VERDICTS.get(run.context_precision_verdict or "")
 
 
 def _support_threshold(run: RunArtifacts) -> float:

@@ -103,9 +103,11 @@ def _same_judge(previous: dict[str, Any], current: dict[str, Any]) -> bool:
 
 
 def _judging(config: dict[str, Any]) -> dict[str, Any]:
-    """A dumped judge config as far as resuming goes: engine speed settings aside, and the
-    example settings only where examples were given (checks made before they existed resume)."""
-    kept = without_engine_only(config)
+    """A dumped judge config as far as resuming goes: engine speed settings aside, the
+    example settings only where examples were given, and context precision's verdict as its
+    default where it is not recorded (checks made before these settings existed resume)."""
+    # a check from before the setting rated chunks as its default does
+    kept = {"context_precision_verdict": "reason"} | without_engine_only(config)
     if kept.get("examples") is None:
         kept = {k: v for k, v in kept.items() if k not in ("examples", *EXAMPLE_SETTINGS)}
     return kept

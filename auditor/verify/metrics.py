@@ -9,17 +9,18 @@ so it plans a second call once they are known.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from auditor.config import JudgeConfig
+from auditor.config import ContextPrecisionVerdict, JudgeConfig
 from auditor.verify import ragas_judge
 from auditor.verify.answers import AnswerItem
-from auditor.verify.base import CallKey, JudgeCall
+from auditor.verify.base import CallKey, JudgeCall, JudgeReply
 
-__all__ = ["METRIC_FIELDS", "Planned", "RagasMetric", "metrics_for"]
+__all__ = ["METRIC_FIELDS", "Planned", "RagasMetric", "metrics_for", "useful_probability"]
 
 Planned = tuple[JudgeCall, type[BaseModel] | None]
 Replies = dict[CallKey, Any]
@@ -53,10 +54,17 @@ class _OneStage:
 
 
 class ContextPrecision(_OneStage):
-    """RAGAS context precision: was each chunk useful for the answer (or the reference)?"""
+    """RAGAS context precision: was each chunk useful for the answer (or the reference)?
 
-    def __init__(self, target: str) -> None:
+    Each chunk's verdict is RAGAS's (`verdict = "reason"`: the judge writes a reason, then 0 or
+    1, as JSON) or read from the first token's log-probabilities of RAGAS's prompt asking for
+    the verdict alone (`"first_token"`: `ragas_judge.context_precision_verdict_prompt`); either
+    way scored by RAGAS's average precision over rank order.
+    """
+
+    def __init__(self, target: str, verdict: ContextPrecisionVerdict = "reason") -> None:
         self.target = target  # "answer" | "reference"
+        self.verdict = verdict
         self.field = "context_precision" + ("_with_reference" if target == "reference" else "")
         self.verdicts = "context_verdicts" + ("_with_reference" if target == "reference" else "")
 
@@ -70,36 +78,75 @@ class ContextPrecision(_OneStage):
         ragas = _ragas()
         planned: list[Planned] = []
         for rank, (_, chunk) in enumerate(item.chunks):
+            key = self._key(item, rank)
+            if self.verdict == "first_token":
+                prompt = ragas.context_precision_verdict_prompt(item.question, chunk, text)
+                # max_tokens 1: the verdict is read from the first token's log-probabilities
+                planned.append((JudgeCall(key, prompt, None, 1, logprobs=20), None))
+                continue
             prompt, model = ragas.context_precision_prompt(item.question, chunk, text)
             schema = ragas.bounded_schema(model, 4, 300)
-            planned.append((JudgeCall(self._key(item, rank), prompt, schema, 200), model))
+            planned.append((JudgeCall(key, prompt, schema, 200), model))
         return planned
 
     def score(
         self, item: AnswerItem, replies: Replies, failures: list[str], embed: Embed
     ) -> dict[str, Any]:
-        verdicts: list[int] = []
         rows: list[dict[str, Any]] = []
         for rank, (chunk_id, _) in enumerate(item.chunks):
             key = self._key(item, rank)
             if key not in replies:
                 return {self.field: None, self.verdicts: []}
-            parsed = replies[key]
-            if parsed is None:
-                failures.append(
-                    f"context precision {chunk_id}: no valid judge output after retries"
-                )
-                rows.append({"chunk_id": chunk_id, "useful": None, "reason": "judge failed"})
-                verdicts.append(0)
-                continue
-            verdicts.append(int(parsed.verdict))
-            rows.append(
-                {"chunk_id": chunk_id, "useful": bool(parsed.verdict), "reason": parsed.reason}
-            )
+            if self.verdict == "first_token":
+                row, failure = _first_token_row(chunk_id, replies[key])
+            else:
+                row, failure = _reasoned_row(chunk_id, replies[key])
+            if failure:
+                failures.append(f"context precision {chunk_id}: {failure}")
+            rows.append(row)
         failed = any(row["useful"] is None for row in rows)
         # a chunk the judge could not rate leaves the score unknown rather than lowered
-        value = _ragas().average_precision(verdicts) if verdicts and not failed else None
+        verdicts = [int(row["useful"]) for row in rows] if rows and not failed else []
+        value = _ragas().average_precision(verdicts) if verdicts else None
         return {self.field: value, self.verdicts: rows}
+
+
+def _reasoned_row(chunk_id: str, parsed: Any) -> tuple[dict[str, Any], str | None]:
+    """A chunk's row from RAGAS's JSON reply (None: no valid output), and what failed."""
+    if parsed is None:
+        failed = {"chunk_id": chunk_id, "useful": None, "reason": "judge failed"}
+        return failed, "no valid judge output after retries"
+    return {"chunk_id": chunk_id, "useful": bool(parsed.verdict), "reason": parsed.reason}, None
+
+
+def _first_token_row(chunk_id: str, reply: JudgeReply | None) -> tuple[dict[str, Any], str | None]:
+    """A chunk's row from a verdict-alone label reply (None: no valid output), and what failed.
+    The written token is never a fallback: without "1" or "0" among the first token's top
+    log-probabilities the chunk is unrated."""
+    p = None if reply is None else useful_probability(reply.top_logprobs)
+    row = {
+        "chunk_id": chunk_id,
+        "useful": None if p is None else p >= 0.5,
+        "p_useful": None if p is None else round(p, 4),
+        "reason": None,
+    }
+    if reply is None:
+        return row, "no valid judge output after retries"
+    if p is None:
+        return row, "no 1 or 0 among the first token's top log-probabilities"
+    return row, None
+
+
+def useful_probability(top_logprobs: Mapping[str, float] | None) -> float | None:
+    """p("1") / (p("1") + p("0")) from the first token's top log-probabilities (tokens matched
+    with surrounding spaces and quotes stripped); None when neither is among them."""
+    mass = {"0": 0.0, "1": 0.0}
+    for token, logprob in (top_logprobs or {}).items():
+        digit = token.strip().strip('"')
+        if digit in mass and math.isfinite(logprob):
+            mass[digit] += math.exp(logprob)
+    total = mass["0"] + mass["1"]
+    return mass["1"] / total if total > 0.0 else None
 
 
 class AnswerRelevancy(_OneStage):
@@ -206,9 +253,9 @@ def metrics_for(config: JudgeConfig) -> list[RagasMetric]:
     wanted = set(config.metrics)
     chosen: list[RagasMetric] = []
     if "context_precision" in wanted:
-        chosen.append(ContextPrecision("answer"))
+        chosen.append(ContextPrecision("answer", config.context_precision_verdict))
     if "context_precision_with_reference" in wanted:
-        chosen.append(ContextPrecision("reference"))
+        chosen.append(ContextPrecision("reference", config.context_precision_verdict))
     if "answer_relevancy" in wanted:
         chosen.append(AnswerRelevancy(config))
     if "context_recall" in wanted:

@@ -9,6 +9,7 @@ parse with the same response models and score with RAGAS's own functions.
 from __future__ import annotations
 
 import copy
+import json
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -20,6 +21,7 @@ __all__ = [
     "average_precision",
     "bounded_schema",
     "context_precision_prompt",
+    "context_precision_verdict_prompt",
     "context_recall_prompt",
     "correctness_f1",
     "correctness_prompt",
@@ -68,6 +70,52 @@ def context_precision_prompt(
         util.ContextPrecisionInput(question=question, context=context, answer=answer)
     )
     return prompt, util.ContextPrecisionOutput
+
+
+# the line that replaces RAGAS's output-format instruction in the verdict-alone prompt
+VERDICT_ALONE = "Answer with the verdict alone, 1 or 0, and nothing else."
+
+
+def context_precision_verdict_prompt(question: str, context: str, answer: str) -> str:
+    """RAGAS context precision's prompt asking for the verdict alone, so that the judge's first
+    generated token is it (`context_precision_verdict = "first_token"`).
+
+    It is the stock prompt (`context_precision_prompt`, as RAGAS renders it) with three edits,
+    and nothing else changed:
+    - the instruction's closing words " with json output" are dropped;
+    - the output-format instruction (return JSON that complies with the schema, then the
+      schema, then "Do not use single quotes ...") is replaced by one line, `VERDICT_ALONE`;
+    - each example's output is its verdict alone (`1`, `1`, `0`) instead of its JSON reason
+      and verdict.
+    The rest of the instruction, the examples' inputs, the input and the closing "Output: "
+    are RAGAS's own. RuntimeError when a RAGAS release renders its prompt otherwise.
+    """
+    from ragas.metrics.collections.context_precision import util
+
+    prompt = util.ContextPrecisionPrompt()
+    text = prompt.to_string(
+        util.ContextPrecisionInput(question=question, context=context, answer=answer)
+    )
+    schema = json.dumps(prompt.output_model.model_json_schema())
+    output_format = (
+        " with json output.\nPlease return the output in a JSON format that complies with the "
+        f"following schema as specified in JSON Schema:\n{schema}Do not use single quotes in "
+        "your response but double quotes,properly escaped with a backslash."
+    )
+    text = _replace_once(text, output_format, f".\n{VERDICT_ALONE}")
+    for _, output in prompt.examples:
+        stock_output = f"Output: {output.model_dump_json(indent=4)}"
+        text = _replace_once(text, stock_output, f"Output: {int(output.verdict)}")
+    return text
+
+
+def _replace_once(text: str, old: str, new: str) -> str:
+    """`text` with `old`, found exactly once before the input (the input is the caller's own
+    text, never edited), replaced by `new`."""
+    head, marker, rest = text.rpartition("\nNow perform the same with the following input\n")
+    if not marker or head.count(old) != 1:
+        raise RuntimeError(f"RAGAS's context precision prompt no longer holds {old[:60]!r}")
+    return head.replace(old, new) + marker + rest
 
 
 def relevance_prompt(answer: str) -> tuple[str, type[BaseModel]]:
