@@ -286,6 +286,10 @@ def regressions(current: dict[str, Any], baseline: AuditRow) -> list[Regression]
     for metric in KEY_METRICS:
         if metric in CORRECTED and not _same_calibration(current, baseline.summary):
             continue  # corrected by another calibration: not comparable
+        if metric in CONTEXT_PRECISION and _precision_verdict(current) != _precision_verdict(
+            baseline.summary
+        ):
+            continue  # chunks rated another way (reasoned vs first token): not comparable
         entry = current.get("metrics", {}).get(metric) or {}
         value, interval = entry.get("value"), entry.get("ci95")
         before = baseline.value(metric)
@@ -304,6 +308,14 @@ def regressions(current: dict[str, Any], baseline: AuditRow) -> list[Regression]
             bounds = (float(interval[0]), float(interval[1])) if interval else None
             found.append(Regression(metric, before, float(value), bounds))
     return found
+
+
+CONTEXT_PRECISION = frozenset(["context_precision", "context_precision_with_reference"])
+
+
+def _precision_verdict(summary: dict[str, Any]) -> str:
+    """How a summary's context precision rated chunks (summaries before the setting: reason)."""
+    return str(summary.get("context_precision_verdict") or "reason")
 
 
 def _same_calibration(one: dict[str, Any], other: dict[str, Any]) -> bool:

@@ -54,7 +54,9 @@ Rows = dict[str, dict[str, Any]]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", type=Path, nargs="+", help="Run dirs, one per dtype.")
+    parser.add_argument(
+        "runs", type=Path, nargs="+", help="Run dirs (those of one dtype are pooled)."
+    )
     parser.add_argument("--data", type=Path, action="append", help="The labelled answers.")
     parser.add_argument("--name", help="bench/results/NAME.json (default: none written).")
     parser.add_argument("--note", default="")
@@ -76,18 +78,23 @@ def main() -> None:
     embed = load_embedder(EmbedderConfig()).embed
     by_dtype: dict[str, Any] = {}
     arms_of: dict[str, dict[str, Rows]] = {}
+    runs_of: dict[str, list[Path]] = {}
     for run in args.runs:
         dtype, arms = run_arms(run, gold, embed)
-        arms_of[dtype] = arms
+        runs_of.setdefault(dtype, []).append(run)
+        merged = arms_of.setdefault(dtype, {})
+        for arm, rows in arms.items():
+            merged.setdefault(arm, {}).update(rows)
+    for dtype, arms in arms_of.items():
+        print(f"{dtype}: {len(arms[DEFAULT])} answers from {', '.join(map(str, runs_of[dtype]))}")
         by_dtype[dtype] = dtype_figures(gold, arms, data)
     decision = decide(by_dtype)
     figures = {"default": DEFAULT, "rule": rule_text(), "dtypes": by_dtype, "decision": decision}
     print(json.dumps({"decision": decision}, indent=1))
     if args.write_calibration:
         arm, folder = args.write_calibration
-        for run in args.runs:
-            dtype = _dtype(run)
-            write_calibration(run, arms_of[dtype][arm], gold, Path(folder), arm, data)
+        for dtype, runs in runs_of.items():
+            write_calibration(runs[0], arms_of[dtype][arm], gold, Path(folder), arm, data)
     if args.name:
         from bench.harness import write_result
         from bench.paired import _judge
@@ -123,9 +130,9 @@ def run_arms(run: Path, gold: dict[str, Any], embed: Any) -> tuple[str, dict[str
         )
     items = {item.id: item for item in items_from_run(run)}
     rows = {r["id"]: r for r in read_jsonl(run / "checks.jsonl") if r["id"] in gold}
-    missing = set(gold) - set(rows)
-    if missing:
-        print(f"{run}: {len(missing)} labelled answers not checked (yet); scored without them")
+    unchecked = len(items) - len(rows)
+    if unchecked:
+        print(f"{run}: {unchecked} of its answers not checked (yet); scored without them")
     one = {
         i: row | {"claims": one_chunk_claims(row, items[i], config, embed)}
         for i, row in rows.items()
@@ -274,7 +281,8 @@ def write_calibration(
         "config": config.model_dump(mode="json"),
         "sha256": config_sha256(config),
     }
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in data)).hexdigest()
+    used = [p for p in data if _ids_of(p) & set(rows)]  # the files its answers came from
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in used)).hexdigest()
     calibration = {
         "schema_version": figures["schema_version"],
         "created_at": utc_now(),
@@ -284,12 +292,15 @@ def write_calibration(
             identity_keys=("name", "weights_sha256", "backend", "dtype"),
         ),
         "labels": {
-            "path": "RAGTruth QA dev and siblings ("
-            + ", ".join(f"../shared/datasets/ragtruth-qa/{p.name}" for p in data)
+            "path": "RAGTruth QA "
+            + " and ".join(p.stem for p in used)
+            + " ("
+            + ", ".join(f"../shared/datasets/ragtruth-qa/{p.name}" for p in used)
             + ")",
             "sha256": digest,
         },
-        "domain": "RAGTruth QA dev and siblings: news and web passages, answers by 6 LLMs",
+        "domain": f"RAGTruth QA {' and '.join(p.stem for p in used)}: news and web passages, "
+        "answers by 6 LLMs",
     } | figures
     target = folder / f"{config.name}.{_dtype(run)}.json"
     write_json_atomic(target, calibration)

@@ -302,6 +302,23 @@ def test_corrected_figures_regress_only_against_a_baseline_of_the_same_calibrati
     assert regressions(summary(0.12, "a"), row(summary(0.10, "a"))) == []  # inside the interval
 
 
+def test_context_precision_regresses_only_against_a_baseline_rated_the_same_way() -> None:
+    from auditor.history import AuditRow, regressions
+
+    def summary(value: float, verdict: str | None) -> dict[str, Any]:
+        data: dict[str, Any] = {"metrics": {"context_precision": {"value": value, "ci95": None}}}
+        return data | ({"context_precision_verdict": verdict} if verdict else {})
+
+    def row(data: dict[str, Any]) -> AuditRow:
+        return AuditRow(1, "2026-12-01", "/r", "pipe", "run", None, None, None, True, data)
+
+    found = regressions(summary(0.5, "first_token"), row(summary(0.8, "first_token")))
+    assert [r.metric for r in found] == ["context_precision"]
+    assert regressions(summary(0.5, None), row(summary(0.8, "reason"))) != []  # reason both
+    assert regressions(summary(0.5, "first_token"), row(summary(0.8, None))) == []
+    assert regressions(summary(0.5, "reason"), row(summary(0.8, "first_token"))) == []
+
+
 def test_an_audit_mixes_a_deployed_service_with_a_model_it_serves(
     corpus: tuple[Path, Path], tmp_path: Path
 ) -> None:
