@@ -322,22 +322,40 @@ def phase_table(result: dict[str, Any]) -> list[str]:
     return rows
 
 
+def _spread(values: Sequence[float]) -> dict[str, Any]:
+    return {
+        "median": round(statistics.median(values), 3),
+        "min": round(min(values), 3),
+        "max": round(max(values), 3),
+        "rounds": len(values),
+    }
+
+
 def summarize_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per phase the median seconds and share over the rounds that ran, and the start's spread."""
+    """Over the rounds that ran: the start's wall seconds and CPU seconds (median and spread),
+    each phase's median seconds and share of the start, and the same for its CPU seconds
+    where the rounds were sampled."""
     ran = [r for r in rounds if not r.get("skipped") and r.get("exit") == 0]
     if not ran:
         return {}
     names = list(dict.fromkeys(name for r in ran for name in r["phases"]))
-    return {
-        "start_s": {
-            "median": statistics.median(r["start_s"] for r in ran),
-            "min": min(r["start_s"] for r in ran),
-            "max": max(r["start_s"] for r in ran),
-            "rounds": len(ran),
-        },
+    summary: dict[str, Any] = {
+        "start_s": _spread([r["start_s"] for r in ran]),
         "phase_s": {n: statistics.median(r["phases"].get(n, 0.0) for r in ran) for n in names},
         "share": {
             n: round(statistics.median(r["shares"].get(n) or 0.0 for r in ran), 4) for n in names
         },
         "cpu_s_child_tree": statistics.median(r["cpu_s_child_tree"] for r in ran),
     }
+    sampled = [r for r in ran if r.get("cpu_s")]
+    if sampled:
+        starts = [sum(v for k, v in r["cpu_s"].items() if k in r["phases"]) for r in sampled]
+        summary["start_cpu_s"] = _spread(starts)
+        summary["phase_cpu_s"] = {
+            n: statistics.median(r["cpu_s"].get(n, 0.0) for r in sampled) for n in names
+        }
+        summary["cpu_share"] = {
+            n: round(statistics.median(r["cpu_shares"].get(n) or 0.0 for r in sampled), 4)
+            for n in names
+        }
+    return summary

@@ -16,22 +16,27 @@ second side with its own overrides runs beside it, the sides taking turns to go 
 
 vLLM's INFO log lines come from three processes (the caller, the EngineCore process the caller
 spawns, the Worker process the EngineCore spawns); this bench stamps each line as it arrives
-(vLLM's own stamps are whole seconds) and cuts the start into phases at the lines that mark
-them (`PHASES`: which line ends which phase), with the child's own marks for the auditor's
-imports, model preparation, the vllm/torch imports and the end of the start. A phase whose
-line is missing is merged into the next one. The phases: auditor imports, model preparation,
-vllm+torch imports (caller), engine config and tokenizer (caller), EngineCore spawn and
-imports, EngineCore set-up up to the Worker, Worker spawn and imports, Worker set-up up to the
-weights, weights load, KV cache and warm-up ("init engine"), the rest (handshake, the caller's
-last steps), then the first tokens and the engine stop (outside the start). Each start's
-stamped log is kept (--log-dir, default /tmp/engine-start-logs) so that --reparse can cut it
-again.
+(vLLM's own stamps are whole seconds), adds marks of its own (the caller's imports, the model
+ready, each process spawned, up and done importing the caller's main script, the engine
+built, the tokens, the engine closed) and samples the CPU seconds of the start's process tree
+every 0.5 s. `auditor.engine_log.breakdown` cuts the start at those lines (`PHASES`: which
+line ends which phase; a phase whose line is missing merges into the next): torch and vllm
+imports (caller), engine config and tokenizer (caller), the EngineCore's process start, main
+script and vllm+torch imports, its set-up up to the Worker, the same three for the Worker, its
+set-up up to the weights, the weights load, after the weights up to the engine core, KV cache
+and warm-up ("init engine"), the EngineCore after init, the rest (the caller's renderer);
+before the start the auditor's imports and the model's preparation, after it the first tokens
+and the engine stop. On a busy machine read the CPU seconds: the wall seconds of a niced start
+swing with the other work. Each start's stamped log is kept (--log-dir, default
+/tmp/engine-start-logs) so that --reparse can cut it again.
 
-Figures: per side and round the phases' seconds and shares of the start, the start's total,
-the CPU seconds of the start's processes (the whole child tree, generation and stop
-included), the load average before and after and the memory available before. Writes
-bench/results/NAME.json with `write_result` (machine, CPU flags, dtype, packages). Before each
-start the bench checks MemAvailable (--min-free-gib) and skips the start when there is less.
+Figures: per side and round the phases' wall and CPU seconds and their shares of the start,
+the start's totals, vLLM's own figures (weights, KV cache tokens, init engine, a forced stop),
+the CPU seconds of the whole child tree (generation and stop included), the load average
+before and after and the memory available before; per side the medians
+(`summarize_rounds`). Writes bench/results/NAME.json with `write_result` (machine, CPU flags,
+dtype, packages). Before each start the bench checks MemAvailable (--min-free-gib) and skips
+the start when there is less.
 """
 
 from __future__ import annotations

@@ -191,3 +191,19 @@ def test_summary_over_rounds_leaves_out_skipped_and_failed_starts() -> None:
     assert summary["start_s"]["rounds"] == 1
     assert summary["share"]["weights load"] == ran["shares"]["weights load"]
     assert summarize_rounds([{"skipped": "4.0 GiB available"}]) == {}
+
+
+def test_summary_has_the_starts_cpu_seconds_where_sampled() -> None:
+    samples = "\n".join(
+        f"{t} @@engine-start-cpu {cpu}"
+        for t, cpu in ((1796679559.701, 0.0), (1796679663.103, 50.0), (1796679898.775, 150.0))
+    )
+    ran = breakdown(lines(CAPTURED + samples)) | {"exit": 0, "cpu_s_child_tree": 150.0}
+    summary = summarize_rounds([ran])
+    assert summary["start_cpu_s"]["median"] == pytest.approx(
+        100.0 * (892.100 - 663.103) / (898.775 - 663.103), abs=0.01
+    )
+    assert sum(summary["cpu_share"].values()) == pytest.approx(1.0, abs=0.001)
+    assert "start_cpu_s" not in summarize_rounds(
+        [breakdown(lines()) | {"exit": 0, "cpu_s_child_tree": 1.0}]
+    )
