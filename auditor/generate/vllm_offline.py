@@ -52,6 +52,12 @@ def _configure_environment(cfg: VLLMGeneratorConfig) -> None:
 
 _SET_BY_US: dict[str, str] = {}  # environment values this module set (a user's own stay)
 
+# How long a stopping engine core may take to exit before vLLM kills it and its worker (vLLM's
+# default: 5 s). On the CPU build its worker never exits in time: every stop measured was that
+# kill, 5-6 s after the answers were in (`make demo`'s 0.5B "engine stop" row, 5.5 s;
+# bench/engine_start.py, docs/lab-notes.md), so the stop waits 1 s for the same kill.
+ENGINE_STOP_GRACE_S = 1.0
+
 
 def _plain(request: GenRequest) -> bool:
     """A request that uses the pipeline's sampling as it is."""
@@ -290,6 +296,6 @@ class VLLMGenerator:
             # the engine core runs in its own process; without this, exit waits on it
             core = getattr(llm.llm_engine, "engine_core", None)
             if core is not None:
-                core.shutdown()
+                core.shutdown(timeout=ENGINE_STOP_GRACE_S)
             del self.llm
         gc.collect()
