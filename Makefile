@@ -34,11 +34,13 @@ DEMO_JUDGE := --judge-set 'metrics=["faithfulness", "context_precision", "answer
 DEMO_GATES := --gate 'error_rate<=0.05' --gate 'unverifiable_rate<=0.05'
 # no --calibration: rates as judged. The shipped calibration (RAGTruth news and web answers)
 # is not the Kestrel docs' domain; calibrate on labelled Kestrel answers to correct them.
+# `python -m auditor`, not the `auditor` script: vLLM's spawned engine processes then skip
+# importing the CLI again (multiprocessing's spawn re-runs a script's main module, not -m's)
 demo: export AUDITOR_MAKE_CLOCK := $(abspath $(DEMO_OUT)).clock
 demo: export AUDITOR_MAKE_STARTED := $(shell date +%s.%N)
 demo: setup
-	$(BIN)/auditor ingest corpora/kestrel/docs --index $(INDEX)
-	$(BIN)/auditor audit $(foreach p,$(DEMO_PIPELINES),--pipeline $(p)) \
+	$(BIN)/python -m auditor ingest corpora/kestrel/docs --index $(INDEX)
+	$(BIN)/python -m auditor audit $(foreach p,$(DEMO_PIPELINES),--pipeline $(p)) \
 	  --questions $(QUESTIONS) --index $(INDEX) --limit $(DEMO_LIMIT) --out $(DEMO_OUT) \
 	  $(DEMO_JUDGE) $(DEMO_GATES) --review $(DEMO_LIMIT)
 
