@@ -66,6 +66,11 @@ def main() -> None:
         metavar=("ARM", "DIR"),
         help="Write each run's calibration of this arm to DIR/<judge>.<dtype>.json.",
     )
+    parser.add_argument(
+        "--calibration-only",
+        action="store_true",
+        help="With --write-calibration: write the calibrations, compute no figures.",
+    )
     args = parser.parse_args()
     data = args.data or DATA
     gold = {
@@ -75,7 +80,8 @@ def main() -> None:
     }
     from auditor.ingest.embed import load_embedder
 
-    embed = load_embedder(EmbedderConfig()).embed
+    only = args.write_calibration[0] if args.calibration_only and args.write_calibration else None
+    embed = None if only and only.startswith("two") else load_embedder(EmbedderConfig()).embed
     by_dtype: dict[str, Any] = {}
     arms_of: dict[str, dict[str, Rows]] = {}
     runs_of: dict[str, list[Path]] = {}
@@ -87,7 +93,8 @@ def main() -> None:
             merged.setdefault(arm, {}).update(rows)
     for dtype, arms in arms_of.items():
         print(f"{dtype}: {len(arms[DEFAULT])} answers from {', '.join(map(str, runs_of[dtype]))}")
-        by_dtype[dtype] = dtype_figures(gold, arms, data)
+        if not only:
+            by_dtype[dtype] = dtype_figures(gold, arms, data)
     decision = decide(by_dtype)
     figures = {"default": DEFAULT, "rule": rule_text(), "dtypes": by_dtype, "decision": decision}
     print(json.dumps({"decision": decision}, indent=1))
@@ -133,10 +140,14 @@ def run_arms(run: Path, gold: dict[str, Any], embed: Any) -> tuple[str, dict[str
     unchecked = len(items) - len(rows)
     if unchecked:
         print(f"{run}: {unchecked} of its answers not checked (yet); scored without them")
-    one = {
-        i: row | {"claims": one_chunk_claims(row, items[i], config, embed)}
-        for i, row in rows.items()
-    }
+    one = (
+        {
+            i: row | {"claims": one_chunk_claims(row, items[i], config, embed)}
+            for i, row in rows.items()
+        }
+        if embed is not None
+        else {}
+    )
     arms: dict[str, Rows] = {}
     for chunks, source in (("two", rows), ("one", one)):
         for rule in ("skipped", "facts", "all"):
