@@ -181,11 +181,13 @@ def test_a_background_failure_is_raised_where_the_caller_waits(
     done: list[str] = []
     ahead = PreparedAhead(["a", "b", "c"], prepare, on_done=lambda name, s: done.append(name))
     ahead.wait("a")
+    assert ahead.ready("a")  # ended: prepared
     for wait in (lambda: ahead.wait("b"), lambda: ahead.wait("c"), ahead.wait_all):
         with pytest.raises(AuditorError, match=r"^converting model\.gguf failed: out of memory$"):
             wait()
     ahead.close()
     assert prepared_names == ["a"] and done == ["a", "b"]
+    assert ahead.ready("b") and ahead.ready("c")  # ended: failed, and never begun after it
 
 
 def test_a_work_dir_left_by_a_killed_preparation_is_removed_by_the_next(

@@ -372,6 +372,10 @@ class PreparedAhead:
             for ready in self._ready.values():  # what was not prepared: its waiters are told
                 ready.set()
 
+    def ready(self, name: str) -> bool:
+        """Whether `name`'s preparation has ended (prepared, failed or stopped)."""
+        return self._ready[name].is_set()
+
     def _raise(self, names: Sequence[str]) -> None:
         unprepared = [name for name in names if name not in self._prepared]
         if unprepared and self._failures:
