@@ -341,12 +341,16 @@ def is_short_clause(clause: str) -> bool:
 def short_clause_is_claim(clause: str, rule: ShortClauses) -> bool:
     """Whether a clause of fewer than four content words is checked (`rule`): `skipped`, never
     (the rule before 2026-12-08); `facts`, when it has a figure, a date, a name or a negation
-    ("48 degrees and sunny at 9am"); `all`, whenever it has a content word or a figure.
+    ("48 degrees and sunny at 9am"); `all`, whenever it has a content word or a figure. Either
+    way it needs a word of letters: a bare "1." is a list number split off.
     Error class: short statements of fact never checked (17 of 1,098 dev clauses)."""
     if rule == "skipped":
         return False
     words = _words(clause)
-    if not words or not (_content_words(clause) or any(c.isdigit() for c in clause)):
+    # a word of letters at least: a bare "1." is a list number split off, not a statement
+    if not re.search(r"[^\W\d_]{2,}", clause) or not (
+        _content_words(clause) or any(c.isdigit() for c in clause)
+    ):
         return False
     if rule == "all":
         return True

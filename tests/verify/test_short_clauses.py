@@ -26,6 +26,8 @@ ANSWER = (
         ("Good question.", False, True),
         ("Yes to both.", False, False),  # no content word, no figure
         ("It was not.", False, False),
+        ("1.", False, False),  # a list number split off its item
+        ("2)", False, False),
     ],
 )
 def test_the_facts_rule_checks_figures_dates_names_and_negations(
