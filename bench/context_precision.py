@@ -92,6 +92,7 @@ def main() -> None:
 
     data = args.data or [DEV]
     rows = load_answers(data, args.limit, args.target)
+    command = _command(sys.argv[1:])  # made before the engine starts: a bad word fails early
     source_of = {r["id"]: str(r.get("source_id") or r["question"]) for r in rows}
     work = Path(tempfile.mkdtemp(prefix="auditor-context-precision-"))
     items = _items(rows, work)
@@ -135,12 +136,7 @@ def main() -> None:
             chunks=chunks,
             target=args.target,
             judge={"name": config.name, "identity": identity},
-            command=shlex.join(
-                [
-                    "bench/context_precision.py",
-                    *(relative(Path(w)) if Path(w).exists() else w for w in sys.argv[1:]),
-                ]
-            ),
+            command=command,
             # per answer: both scores, stock's chunk verdicts and first token's p_useful
             scores={
                 ident: {
@@ -153,6 +149,21 @@ def main() -> None:
                 for ident in stock.scores
             },
         )
+
+
+def _command(argv: Sequence[str]) -> str:
+    """This command as run, data paths as the results file names them, without --note's text
+    (the results file has it; a long note is no path to look up)."""
+    words: list[str] = []
+    for word in argv:
+        if words and words[-1] == "--note":
+            words.pop()
+            continue
+        try:
+            words.append(relative(Path(word)) if Path(word).exists() else word)
+        except OSError:  # not a path at all (too long a name)
+            words.append(word)
+    return shlex.join(["bench/context_precision.py", *words])
 
 
 def load_answers(paths: Sequence[Path], limit: int | None, target: str) -> list[dict[str, Any]]:
