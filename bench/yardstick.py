@@ -71,7 +71,12 @@ def main() -> None:
         action="store_true",
         help="With --write-calibration: write the calibrations, compute no figures.",
     )
+    parser.add_argument(
+        "--candidates",
+        help=f"Comma-separated arms to compare with the default (default: {','.join(CANDIDATES)}).",
+    )
     args = parser.parse_args()
+    candidates = args.candidates.split(",") if args.candidates else CANDIDATES
     data = args.data or DATA
     gold = {
         row["id"]: row
@@ -81,7 +86,10 @@ def main() -> None:
     from auditor.ingest.embed import load_embedder
 
     only = args.write_calibration[0] if args.calibration_only and args.write_calibration else None
-    embed = None if only and only.startswith("two") else load_embedder(EmbedderConfig()).embed
+    wanted = [only] if only else [*candidates, *(args.write_calibration or [])[:1]]
+    # one chunk's arms need the embedder (each claim's likeliest chunk ranked again)
+    needs_one = any(arm.startswith("one") for arm in wanted)
+    embed = load_embedder(EmbedderConfig()).embed if needs_one else None
     by_dtype: dict[str, Any] = {}
     arms_of: dict[str, dict[str, Rows]] = {}
     runs_of: dict[str, list[Path]] = {}
@@ -94,8 +102,8 @@ def main() -> None:
     for dtype, arms in arms_of.items():
         print(f"{dtype}: {len(arms[DEFAULT])} answers from {', '.join(map(str, runs_of[dtype]))}")
         if not only:
-            by_dtype[dtype] = dtype_figures(gold, arms, data)
-    decision = decide(by_dtype)
+            by_dtype[dtype] = dtype_figures(gold, arms, data, candidates)
+    decision = decide(by_dtype, candidates)
     figures = {"default": DEFAULT, "rule": rule_text(), "dtypes": by_dtype, "decision": decision}
     print(json.dumps({"decision": decision}, indent=1))
     if args.write_calibration:
@@ -187,14 +195,16 @@ def kept_claims(claims: list[dict[str, Any]], rule: ShortClauses) -> list[dict[s
     return kept or claims
 
 
-def dtype_figures(gold: dict[str, Any], arms: dict[str, Rows], data: list[Path]) -> dict[str, Any]:
+def dtype_figures(
+    gold: dict[str, Any], arms: dict[str, Rows], data: list[Path], candidates: list[str]
+) -> dict[str, Any]:
     """Each candidate against the default on all answers, and on each data file apart."""
     ids = sorted(arms[DEFAULT])
     files = {path.stem: _ids_of(path) for path in data}
     figures: dict[str, Any] = {"answers": len(ids), "cost": {}, "candidates": {}}
     for arm, rows in arms.items():
         figures["cost"][arm] = cost(rows)
-    for candidate in CANDIDATES:
+    for candidate in candidates:
         found: dict[str, Any] = {}
         for part, members in [("all", set(ids)), *files.items()]:
             wanted = [i for i in ids if i in members]
@@ -229,14 +239,14 @@ def passes(found: dict[str, Any]) -> bool:
     )
 
 
-def decide(by_dtype: dict[str, Any]) -> dict[str, Any]:
+def decide(by_dtype: dict[str, Any], candidates: list[str]) -> dict[str, Any]:
     """Which candidates pass the rule in every dtype; the default they leave."""
     verdicts = {
         candidate: {
             dtype: passes(figures["candidates"][candidate]["all"])
             for dtype, figures in by_dtype.items()
         }
-        for candidate in CANDIDATES
+        for candidate in candidates
     }
     passed = [c for c, by in verdicts.items() if all(by.values())]
     return {"by_candidate": verdicts, "passed": passed, "dtypes": sorted(by_dtype)}
