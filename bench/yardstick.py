@@ -289,6 +289,14 @@ def write_calibration(
     config = JudgeConfig.model_validate(manifest["judge"]["config"]).model_copy(
         update={"chunks_per_claim": 1 if chunks == "one" else 2, "short_clauses": rule}
     )
+    if _dtype(run) == "float32" and config.generator.dtype == "float32":
+        # a float32 run asked for on a CPU with bf16 is the default judge on a CPU without it
+        # (its bfloat16 request runs in float32 there): recorded as that judge, so that the
+        # calibration applies where the default runs in float32
+        default = JudgeConfig().generator.dtype
+        config = config.model_copy(
+            update={"generator": config.generator.model_copy(update={"dtype": default})}
+        )
     labels = {
         i: HumanLabel(
             bool(r["hallucinated"]),

@@ -147,10 +147,17 @@ def _write_page_labels(path: Path, run_dirs: list[Path]) -> None:
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
 
 
+def _auditor_words(words: list[str]) -> list[str]:
+    """A command's words, `python -m auditor ...` (as the Makefile runs it) read as `auditor ...`."""
+    if len(words) > 2 and words[0].endswith("python") and words[1:3] == ["-m", "auditor"]:
+        return ["auditor", *words[3:]]
+    return words
+
+
 def _run(command: Command) -> None:
     source, line, text = command
     where = f"{source}:{line}: {text}"
-    words = shlex.split(text, comments=True)
+    words = _auditor_words(shlex.split(text, comments=True))
     assert words and words[0] in AUDITOR, f"{where}\n  is no auditor command the tour can run"
     args = words[1:]
     runs = [Path(a) for a in args if (Path(a) / "manifest.json").is_file()]
@@ -175,7 +182,7 @@ def test_tour_blocks_are_found() -> None:
     commands = [text for _, _, text in tour_commands()]
 
     def ingest_args(text: str) -> list[str] | None:
-        words = text.split()
+        words = _auditor_words(text.split())
         return words[words.index("ingest") + 1 :] if "ingest" in words[:2] else None
 
     ingests = [a for _, _, text in demo_commands() if (a := ingest_args(text)) is not None]

@@ -403,20 +403,20 @@ def test_a_calibration_corrects_only_when_given_and_only_the_judge_it_measured(
         "--set",
         f"support_threshold={threshold}",
         "--set",
-        "chunks_per_claim=2",
+        "chunks_per_claim=1",
     )
     assert done.exit_code == 0, done.stderr
     done = runner.invoke(cli, ["report", str(other), "--calibration", str(cal)])
     assert done.exit_code == 2 and "does not apply" in done.stderr
-    assert "chunks_per_claim is 2 here, 1 calibrated" in done.stderr
-    assert "--set chunks_per_claim=1" in done.stderr
+    assert "chunks_per_claim is 1 here, 2 calibrated" in done.stderr
+    assert "--set chunks_per_claim=2" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     # and check --calibration refuses it before any engine starts
     done = _check(
-        runner, answers, tmp_path / "x", "--calibration", str(cal), "--set", "chunks_per_claim=2"
+        runner, answers, tmp_path / "x", "--calibration", str(cal), "--set", "chunks_per_claim=1"
     )
     assert done.exit_code == 2 and not (tmp_path / "x" / "checks.jsonl").exists()
-    assert "chunks_per_claim is 2 here, 1 calibrated; give --set chunks_per_claim=1" in done.stderr
+    assert "chunks_per_claim is 1 here, 2 calibrated; give --set chunks_per_claim=2" in done.stderr
 
     done = runner.invoke(cli, ["report", str(audited), "--calibration", str(tmp_path / "none")])
     assert done.exit_code == 2 and "no such calibration" in done.stderr
@@ -429,10 +429,10 @@ def test_audit_names_its_own_flag_when_the_judge_settings_differ(
     result, cal = _run(tmp_path, _labelled(24), monkeypatch)
     assert result.exit_code == 0, result.stderr
     calibration = resolve_calibration(str(cal))
-    judge = JudgeConfig(chunks_per_claim=2)
-    with pytest.raises(BadInput, match="give --judge-set chunks_per_claim=1") as raised:
+    judge = JudgeConfig(chunks_per_claim=1)
+    with pytest.raises(BadInput, match="give --judge-set chunks_per_claim=2") as raised:
         calibration.judge_config(judge, flag="--judge-set")
-    assert "chunks_per_claim is 2 here, 1 calibrated" in str(raised.value)
+    assert "chunks_per_claim is 1 here, 2 calibrated" in str(raised.value)
     at = calibration.judge_config(JudgeConfig())
     assert at.support_threshold == calibration.data["threshold"]
 
