@@ -533,6 +533,45 @@ def stock_verdicts(judge: Any, items: list[Any], checks: list[dict[str, Any]]) -
     return results
 
 
+def calibration_of(
+    gold: dict[str, Any], checks: list[dict[str, Any]], judge: dict[str, Any], data: list[Path]
+) -> dict[str, Any]:
+    """The calibration of checked RAGTruth QA answers labelled in `data` (`gold`: their
+    records by id), for the judge of a check manifest's `judge` section."""
+    from auditor.calibrate import HumanLabel, build_calibration, judge_section
+    from auditor.files import utc_now
+    from auditor.verify.check import VERDICT_LOGIC
+
+    labels = {
+        i: HumanLabel(
+            bool(r["hallucinated"]),
+            tuple((s["start"], s["end"]) for s in r["spans"]),
+            str(r["source_id"]),
+        )
+        for i, r in gold.items()
+    }
+    figures = build_calibration(checks, labels, data[0])
+    # checks made before the logic was versioned are today's logic (measured so)
+    judge = {"verdict_logic": VERDICT_LOGIC} | judge
+    names = " and ".join(path.stem for path in data)
+    return {
+        "schema_version": figures["schema_version"],
+        "created_at": utc_now(),
+        "judge": judge_section(
+            judge,
+            figures["threshold"],
+            identity_keys=("name", "weights_sha256", "backend", "dtype"),
+        ),
+        "labels": {
+            "path": f"RAGTruth QA {names} ("
+            + ", ".join(f"../shared/datasets/ragtruth-qa/{path.name}" for path in data)
+            + ")",
+            "sha256": hashlib.sha256(b"".join(path.read_bytes() for path in data)).hexdigest(),
+        },
+        "domain": f"RAGTruth QA {names}: news and web passages, answers by 6 LLMs",
+    } | figures
+
+
 def report_quotes(
     gold: dict[str, Any], checks: list[dict[str, Any]], out: Path, threshold: float, cv: bool
 ) -> None:
@@ -563,36 +602,10 @@ def write_calibration(
     """The calibration `auditor calibrate` would write for these checked, labelled answers:
     sensitivity and specificity out-of-fold (folds by question, the folds of --cv), the
     threshold chosen on all of them."""
-    from auditor.calibrate import HumanLabel, build_calibration, judge_section
-    from auditor.files import utc_now, write_json_atomic
-    from auditor.verify.check import VERDICT_LOGIC
+    from auditor.files import write_json_atomic
 
-    labels = {
-        i: HumanLabel(
-            bool(r["hallucinated"]),
-            tuple((s["start"], s["end"]) for s in r["spans"]),
-            str(r["source_id"]),
-        )
-        for i, r in gold.items()
-    }
-    figures = build_calibration(checks, labels, DEV)
     judge = json.loads((out / "check.json").read_text(encoding="utf-8"))["judge"]
-    # checks made before the logic was versioned are today's logic (measured so)
-    judge = {"verdict_logic": VERDICT_LOGIC} | judge
-    calibration = {
-        "schema_version": figures["schema_version"],
-        "created_at": utc_now(),
-        "judge": judge_section(
-            judge,
-            figures["threshold"],
-            identity_keys=("name", "weights_sha256", "backend", "dtype"),
-        ),
-        "labels": {
-            "path": "RAGTruth QA dev (../shared/datasets/ragtruth-qa/dev.jsonl)",
-            "sha256": hashlib.sha256(DEV.read_bytes()).hexdigest(),
-        },
-        "domain": "RAGTruth QA dev: news and web passages, answers by 6 LLMs",
-    } | figures
+    calibration = figures = calibration_of(gold, checks, judge, [DEV])
     write_json_atomic(target, calibration)
     level, fold = calibration["claim_level"], calibration["out_of_fold"]
     print(

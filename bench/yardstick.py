@@ -278,11 +278,9 @@ def write_calibration(
 ) -> None:
     """The calibration `auditor calibrate` would write for this arm's verdicts on these
     answers (out-of-fold figures, folds by question; the threshold chosen on all of them)."""
-    import hashlib
-
-    from auditor.calibrate import HumanLabel, build_calibration, judge_section
     from auditor.config import config_sha256
-    from auditor.files import utc_now, write_json_atomic
+    from auditor.files import write_json_atomic
+    from bench.agreement import calibration_of
 
     chunks, rule = arm.split("+")
     manifest = json.loads((run / "check.json").read_text(encoding="utf-8"))
@@ -297,43 +295,15 @@ def write_calibration(
         config = config.model_copy(
             update={"generator": config.generator.model_copy(update={"dtype": default})}
         )
-    labels = {
-        i: HumanLabel(
-            bool(r["hallucinated"]),
-            tuple((s["start"], s["end"]) for s in r["spans"]),
-            str(r["source_id"]),
-        )
-        for i, r in gold.items()
-    }
-    figures = build_calibration(list(rows.values()), labels, data[0])
     judge = manifest["judge"] | {
         "config": config.model_dump(mode="json"),
         "sha256": config_sha256(config),
     }
     used = [p for p in data if _ids_of(p) & set(rows)]  # the files its answers came from
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in used)).hexdigest()
-    calibration = {
-        "schema_version": figures["schema_version"],
-        "created_at": utc_now(),
-        "judge": judge_section(
-            judge,
-            figures["threshold"],
-            identity_keys=("name", "weights_sha256", "backend", "dtype"),
-        ),
-        "labels": {
-            "path": "RAGTruth QA "
-            + " and ".join(p.stem for p in used)
-            + " ("
-            + ", ".join(f"../shared/datasets/ragtruth-qa/{p.name}" for p in used)
-            + ")",
-            "sha256": digest,
-        },
-        "domain": f"RAGTruth QA {' and '.join(p.stem for p in used)}: news and web passages, "
-        "answers by 6 LLMs",
-    } | figures
+    calibration = calibration_of(gold, list(rows.values()), judge, used)
     target = folder / f"{config.name}.{_dtype(run)}.json"
     write_json_atomic(target, calibration)
-    print(f"calibration ({arm}) -> {target}: threshold {figures['threshold']}")
+    print(f"calibration ({arm}) -> {target}: threshold {calibration['threshold']}")
 
 
 if __name__ == "__main__":
