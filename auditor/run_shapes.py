@@ -275,6 +275,9 @@ def _check_record_totals(
     records_path = run_dir / "records.jsonl"
     cut = 1 if _torn_in(torn, "records.jsonl") else 0
     rows = len(records)
+    if manifest.get("kind") == "traces":
+        _check_trace_totals(records_path, manifest, rows, cut)
+        return
     if manifest.get("kind") == "answers":
         source = manifest.get("source")
         count = source.get("count") if isinstance(source, dict) else None
@@ -323,6 +326,21 @@ def _check_record_totals(
                 "run; re-run into a new --out"
             )
     _check_times(run_dir, totals, sessions, found["output_tokens"])
+
+
+def _check_trace_totals(records_path: Path, manifest: dict[str, Any], rows: int, cut: int) -> None:
+    """Imported traces: as many rows as sample.records once "complete" (at most while
+    "running": an import cut short)."""
+    sample = manifest.get("sample")
+    count = sample.get("records") if isinstance(sample, dict) else None
+    if _whole(count) and not (
+        rows <= count and (manifest.get("status") == "running" or rows + cut >= count)
+    ):
+        raise BadInput(
+            f"{records_path}: {_many(rows, 'row')}, but manifest.json says the import chose "
+            f"{_many(count, 'answer')} (sample.records); {_why(rows > count)}; import the "
+            "traces again into a new --out (auditor traces EXPORT... --out NEW_DIR)"
+        )
 
 
 def _check_times(
@@ -470,9 +488,26 @@ class SourceSection(ArtifactPart):
     count: int | None = None
 
 
+class TraceSample(ArtifactPart):
+    """Imported traces: the answers chosen for checking of the window's population."""
+
+    size: int | None = Field(None, ge=1)
+    seed: int
+    records: int = Field(ge=0)
+    of: int = Field(ge=0)
+
+
+class TracePopulation(ArtifactPart):
+    traces_seen: int = Field(ge=0)
+    traces_in_window: int = Field(ge=0)
+    answers: int = Field(ge=0)
+    skipped: dict[str, int]
+
+
 class RunManifest(ArtifactPart):
-    """manifest.json: a run of a pipeline (`auditor run`, `audit`) or of imported answers
-    (`check --answers`, kind "answers")."""
+    """manifest.json: a run of a pipeline (`auditor run`, `audit`), of imported answers
+    (`check --answers`, kind "answers") or of imported traces (`auditor traces`, kind
+    "traces")."""
 
     schema_version: int
     kind: str | None = None
@@ -490,6 +525,8 @@ class RunManifest(ArtifactPart):
     load_regime: LoadRegime | None = None
     totals: Totals | None = None
     source: SourceSection | None = None
+    sample: TraceSample | None = None
+    population: TracePopulation | None = None
 
 
 class JudgeSettings(ArtifactPart):
@@ -582,7 +619,7 @@ def check_manifests(
     """The manifest's sections the figures read, and check.json's judge, of the right kind;
     the manifest returned without the sections that are null where none is needed (a run of
     imported answers has no pipeline: null is no section)."""
-    required = _PIPELINE_RUN if manifest.get("kind") != "answers" else ()
+    required = _PIPELINE_RUN if manifest.get("kind") not in ("answers", "traces") else ()
     for key in required:
         if manifest.get(key) is None:
             kind = "a list" if key == "sessions" else "an object"

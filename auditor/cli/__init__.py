@@ -22,6 +22,7 @@ from auditor.cli.review_cmd import review
 from auditor.cli.run_cmd import run
 from auditor.cli.search import search
 from auditor.cli.terminal import TerminalHandler, set_verbosity, terminal
+from auditor.cli.traces_cmd import traces
 from auditor.errors import AuditorError
 from auditor.interrupt import install_interrupt_handler
 
@@ -160,6 +161,7 @@ for _command in (
     config,
     models,
     run,
+    traces,
     check,
     calibrate,
     review,

@@ -332,8 +332,8 @@ def run_retrieval(run_dir: Path) -> str:
     """Who retrieved a run's contexts: "auditor" (its own pipeline), "target" (a service that
     retrieves itself) or "answers" (imported from logs)."""
     manifest = read_run_manifest(run_dir) or {}
-    if manifest.get("kind") == "answers":
-        return "answers"
+    if manifest.get("kind") in ("answers", "traces"):
+        return str(manifest["kind"])
     for row in read_records(run_dir):
         return str(row.get("retrieval", "auditor"))
     return "auditor"
@@ -352,6 +352,9 @@ def choose_sources(
     returned contexts and the knowledge base, or the knowledge base alone when it returned none.
     """
     retrieval = run_retrieval(run_dir)
+    if retrieval == "traces" and choice == "auto":
+        _trace_sources(items, run_dir, kb_index)
+        return
     returned_any = any(item.contexts_returned and item.chunks for item in items)
     if choice == "auto":
         choice = ("both" if returned_any else "kb") if retrieval == "target" else "returned"
@@ -374,3 +377,18 @@ def choose_sources(
         if sources == "both" and not item.contexts_returned:
             sources = "kb"
         item.sources = sources
+
+
+def _trace_sources(items: list[AnswerItem], run_dir: Path, kb_index: Path | None) -> None:
+    """Traced answers (auto): each checked against the passages its trace recorded; one
+    whose trace recorded none (no retriever span, or document ids only) against the
+    knowledge base, which then must be given."""
+    bare = [item for item in items if not item.chunks]
+    if bare and kb_index is None:
+        raise BadInput(
+            f"{run_dir}: {len(bare)} of {len(items)} traced answers hold no passages (their "
+            f"traces recorded none, or document ids only: {bare[0].id!r}); give --index KB_DIR "
+            "(the trusted knowledge base) to check them against it"
+        )
+    for item in items:
+        item.sources = "returned" if item.chunks else "kb"
