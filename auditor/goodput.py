@@ -50,6 +50,10 @@ METRICS: dict[str, tuple[str, bool]] = {
     "slo_goodput_rps": ("req/s", True),
     "quality_slo_goodput_rps": ("req/s", True),
     "completion": ("", True),
+    # imported traces (auditor.traffic): the window's requests per second, and the share of
+    # the checked sample's answers with a hallucinated claim (finite-population interval)
+    "traffic_rps": ("req/s", True),
+    "hallucinated_answer_rate": ("", False),
     "error_rate": ("", False),
     "unverifiable_rate": ("", False),
     # with a calibration (auditor calibrate): the same, corrected for the judge's own error

@@ -30,6 +30,13 @@ from auditor.store import (
     read_run_manifest,
     torn_note,
 )
+from auditor.traffic import (
+    add_traffic,
+    is_traffic,
+    read_population,
+    traffic_figures,
+    traffic_slo,
+)
 from auditor.versions import package_versions
 
 __all__ = [
@@ -57,6 +64,8 @@ class RunArtifacts:
     summary: dict[str, Any] = field(default_factory=dict)
     labels: list[ReviewLabel] = field(default_factory=list)  # people's, with --labels
     damaged: list[str] = field(default_factory=list)  # torn last lines left out (store.torn_note)
+    # imported traces: every answer of the window (population.jsonl), the sample's population
+    population: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -85,6 +94,8 @@ def pipeline_settings(
     """The SLO and goodput weights of the pipeline a run recorded; BadInput naming the key and
     the auditor version that wrote it when that config no longer validates here."""
     config = manifest.get("pipeline", {}).get("config")
+    if is_traffic(manifest):  # imported traces: the SLO given to `auditor traces --slo`
+        return traffic_slo(manifest, run_dir), GoodputConfig()
     if not config:
         return SLOConfig(), GoodputConfig()
     try:
@@ -121,6 +132,7 @@ def load_run(run_dir: Path) -> RunArtifacts:
     damaged = [torn_note(where) for where in torn]
     for note in damaged:
         log.warning(note)  # on the terminal; the report shows it beside the run as well
+    population = read_population(run_dir, manifest, records) if is_traffic(manifest) else []
     return RunArtifacts(
         run_dir=run_dir,
         manifest=manifest,
@@ -128,6 +140,7 @@ def load_run(run_dir: Path) -> RunArtifacts:
         checks=checks,
         check_manifest=check_manifest,
         damaged=damaged,
+        population=population,
     )
 
 
@@ -168,6 +181,9 @@ def summarize_run(
             raise BadInput(f"{calibration.label}: does not apply to {run.run_dir}: {reason}")
         accuracy = calibration.claim_accuracy
     summary = summarize(run.manifest, run.records, run.checks, slo, weights, calibration=accuracy)
+    if is_traffic(run.manifest):
+        traffic = traffic_figures(run.manifest, run.population, run.records, run.checks, slo)
+        add_traffic(summary, traffic)
     summary["calibration"] = None if calibration is None else calibration.provenance()
     summary |= {
         "pipeline": run.name,

@@ -9,21 +9,19 @@ from pathlib import Path
 import click
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from auditor.audit import AUDIT_FILES, AuditOutcome, plan_audit, run_audit
+from auditor.audit import AUDIT_FILES, AuditOutcome, finish_audit, plan_audit, run_audit
 from auditor.calibrate import Calibration
 from auditor.cli.bundle_cmd import passphrase_option, read_passphrase
 from auditor.cli.options import (
     calibration_option,
     check_ray_option,
     examples_option,
-    index_option,
     judge_option,
     labels_option,
     load_calibration_option,
     load_examples_option,
     load_judge_option,
     load_labels_option,
-    questions_option,
     ray_options,
     sources_option,
 )
@@ -31,19 +29,30 @@ from auditor.cli.progress import StderrProgress
 from auditor.cli.report_cmd import _history_path, echo_outcome, gate_option, history_option
 from auditor.cli.run_cmd import _RunProgress
 from auditor.cli.terminal import engine_output_to
+from auditor.cli.traces_cmd import TRACES_WRITES
 from auditor.config import load_pipeline, resolve_pipeline_path
 from auditor.errors import BadInput
 from auditor.evidence.build import check_bundle_output, plan_bundle, write_bundle
 from auditor.evidence.keys import load_private_key
-from auditor.files import Read, check_output_dir, refuse_output_on_input
+from auditor.files import (
+    Read,
+    check_output_dir,
+    refuse_given_twice,
+    refuse_output_on_input,
+    write_json_atomic,
+)
 from auditor.gates import Gate, parse_gate
-from auditor.history import record_statement
+from auditor.history import check_history, record_statement
 from auditor.questions import load_questions
 from auditor.results import SUMMARY
 from auditor.review import REVIEW, ReviewLabel, check_audit_labels, check_audit_sample
 from auditor.store import CHECK_MANIFEST, CHECKS, ENGINE_LOG, MANIFEST, RECORDS
 from auditor.timings import TIMINGS, StageTimes
+from auditor.traces import Window
+from auditor.traffic import parse_slo
+from auditor.traffic_audit import TrafficWindow, import_windows, parse_window, traffic_targets
 from auditor.verify.answers import AnswerItem
+from auditor.verify.check import check_run
 
 __all__ = ["audit"]
 
@@ -53,14 +62,56 @@ __all__ = ["audit"]
     "--pipeline",
     "pipelines",
     multiple=True,
-    required=True,
     metavar="PIPELINE",
     help="A pipeline to audit: a file, or a NAME: NAME.toml from the first of "
     "$AUDITOR_PIPELINES, ./pipelines and the auditor's pipelines/ that has it; repeat to "
     "compare several.",
 )
-@questions_option
-@index_option
+@click.option(
+    "--questions",
+    "questions_path",
+    type=click.Path(path_type=Path),
+    help="Question set (JSONL: id, question, optional reference); with --pipeline.",
+)
+@click.option(
+    "--index",
+    "index_dir",
+    type=click.Path(path_type=Path),
+    help="Index dir from `auditor ingest` (with --traces: the knowledge base that traces "
+    "recording no passages are checked against).",
+)
+@click.option(
+    "--traces",
+    "trace_exports",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="EXPORT",
+    help="Audit real traffic instead of pipelines: an OTLP JSON trace export (repeat for "
+    "several files of one export); see `auditor traces`.",
+)
+@click.option(
+    "--window",
+    "window_texts",
+    multiple=True,
+    metavar="NAME=SINCE..UNTIL",
+    help="With --traces: a window of traffic to audit, named (repeat to compare, e.g. "
+    "last-week=2026-11-23..2026-11-30 this-week=2026-11-30..2026-12-07); one over the whole "
+    "export when left out.",
+)
+@click.option("--service", help="With --traces: only traces with a span of this service.")
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    help="With --traces: check N answers of each window, drawn uniformly (seed --seed).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample's draw.")
+@click.option(
+    "--slo",
+    "slo_items",
+    multiple=True,
+    metavar="KEY=MS",
+    help="With --traces: a latency SLO (ttft_ms, tpot_ms, e2e_ms), e.g. --slo ttft_ms=1500.",
+)
 @click.option(
     "--out",
     "out_dir",
@@ -113,8 +164,8 @@ __all__ = ["audit"]
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 def audit(
     pipelines: tuple[str, ...],
-    questions_path: Path,
-    index_dir: Path,
+    questions_path: Path | None,
+    index_dir: Path | None,
     out_dir: Path,
     judge_path: Path | None,
     judge_set: tuple[str, ...],
@@ -133,6 +184,12 @@ def audit(
     key_path: Path | None,
     passphrase_env: str | None,
     quiet: bool,
+    trace_exports: tuple[Path, ...] = (),
+    window_texts: tuple[str, ...] = (),
+    service: str | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    slo_items: tuple[str, ...] = (),
 ) -> None:
     """Audit pipelines end to end: answer, check every claim, report, record, gate.
 
@@ -144,6 +201,43 @@ def audit(
 
     times = StageTimes()  # the audit's clock starts with the command
     times.before = stages_before(os.environ.get(MAKE_CLOCK), os.environ.get(MAKE_STARTED))
+    traffic_given = bool(window_texts or service or sample or slo_items)
+    if trace_exports:
+        _refuse_with_traces(pipelines, questions_path, limit, labels_path, ray, bundle_path)
+        outcome = _audit_traffic(
+            trace_exports,
+            [parse_window(text) for text in window_texts],
+            out_dir,
+            index_dir=index_dir,
+            service=service,
+            sample=sample,
+            seed=seed,
+            slo=parse_slo(slo_items) if slo_items else None,
+            judge_path=judge_path,
+            judge_set=judge_set,
+            sources=sources,
+            gate_texts=gate_texts,
+            history_path=_history_path(history_path),
+            calibration_name=calibration_name,
+            examples_path=examples_path,
+            review=review,
+            quiet=quiet,
+            times=times,
+        )
+        _finish(outcome, review, out_dir, times, [])
+        return
+    if traffic_given:
+        raise BadInput(
+            "--window, --service, --sample and --slo go with --traces; give --traces EXPORT"
+        )
+    for given, option in (
+        (pipelines, "--pipeline"),
+        (questions_path, "--questions"),
+        (index_dir, "--index"),
+    ):
+        if not given:
+            raise BadInput(f"missing option {option} (or audit real traffic with --traces EXPORT)")
+    assert questions_path is not None and index_dir is not None
     with times.time("input checks"):
         gates = [parse_gate(text) for text in gate_texts]  # bad gates fail before any engine
         configs = [load_pipeline(resolve_pipeline_path(p)) for p in pipelines]
@@ -239,6 +333,13 @@ def audit(
                     _history_path(history_path),
                 )
             )
+    _finish(outcome, review, out_dir, times, notes)
+
+
+def _finish(
+    outcome: AuditOutcome, review: int | None, out_dir: Path, times: StageTimes, notes: list[str]
+) -> None:
+    """The results on stdout (exit 1 when a gate failed), where the time went on stderr."""
     if review:
         notes.append(
             f"review: {review} answers of each pipeline drawn; open "
@@ -252,6 +353,123 @@ def audit(
         click.echo(f"where the time went (wall seconds; also in {out_dir / TIMINGS}):", err=True)
         for line in times.lines():
             click.echo(line, err=True)
+
+
+def _refuse_with_traces(
+    pipelines: tuple[str, ...],
+    questions_path: Path | None,
+    limit: int | None,
+    labels_path: Path | None,
+    ray: str | None,
+    bundle_path: Path | None,
+) -> None:
+    """What an audit of traffic does not take, refused in one line with where it goes."""
+    for given, option, instead in (
+        (pipelines, "--pipeline", "audit pipelines and traffic apart, then `auditor report` both"),
+        (questions_path, "--questions", "traffic brings its own questions"),
+        (limit, "--limit", "give --sample N"),
+        (labels_path, "--labels", "give the labels to `auditor report RUN_DIR... --labels`"),
+        (ray, "--ray", "import with `auditor traces`, then `auditor check RUN_DIR --ray`"),
+        (bundle_path, "--bundle", "bundle the run dirs with `auditor bundle`"),
+    ):
+        if given:
+            raise BadInput(f"{option} does not go with --traces: {instead}")
+
+
+def _audit_traffic(
+    exports: tuple[Path, ...],
+    windows: list[TrafficWindow],
+    out_dir: Path,
+    *,
+    index_dir: Path | None,
+    service: str | None,
+    sample: int | None,
+    seed: int,
+    slo: dict[str, float] | None,
+    judge_path: Path | None,
+    judge_set: tuple[str, ...],
+    sources: str,
+    gate_texts: tuple[str, ...],
+    history_path: Path,
+    calibration_name: str | None,
+    examples_path: Path | None,
+    review: int | None,
+    quiet: bool,
+    times: StageTimes,
+) -> AuditOutcome:
+    """Import each window, check its sample, then summaries, gates, history and the report;
+    every input checked and every import written before the judge starts."""
+    windows = windows or [TrafficWindow(service or "traffic", Window())]
+    with times.time("input checks"):
+        gates = [parse_gate(text) for text in gate_texts]
+        judge_config = load_judge_option(judge_path, judge_set, "--judge-set")
+        calibration = load_calibration_option(calibration_name)
+        if calibration is not None:
+            judge_config = calibration.judge_config(judge_config, flag="--judge-set")
+        refuse_given_twice("--traces", list(exports))
+        for path in exports:
+            if not path.is_file():
+                raise BadInput(f"--traces {path}: no such trace export (give OTLP JSON files)")
+        reads = [
+            *(Read("--traces", path) for path in exports),
+            Read("--index", index_dir, folder=True),
+            Read("--judge", judge_path),
+            Read("--calibration", None if calibration is None else calibration.path),
+            Read("--examples", examples_path),
+        ]
+        per_run = (*TRACES_WRITES, CHECKS, CHECK_MANIFEST, SUMMARY, REVIEW, ENGINE_LOG)
+        out_files = [*AUDIT_FILES, ENGINE_LOG, *(f"{w.name}/{n}" for w in windows for n in per_run)]
+        for window in windows:
+            if window.name in AUDIT_FILES:
+                raise BadInput(
+                    f"--window {window.name}: the name of a file the audit writes; rename it"
+                )
+        check_output_dir(out_dir, "--out", reads, out_files)
+        outputs = [Read("--out", out_dir / name, written=True) for name in out_files]
+        refuse_output_on_input(history_path, "--history", [*reads, *outputs])
+        check_history(history_path)
+    with StderrProgress(enabled=not quiet) as display:
+        with times.time("import"):
+            imported = import_windows(
+                exports,
+                windows,
+                out_dir,
+                service=service,
+                sample=sample,
+                seed=seed,
+                slo=slo,
+                on_stage=display.say,
+            )
+        run_dirs = [run_dir for run_dir, _ in imported]
+        with times.time("checking set-up"):
+            targets = traffic_targets(run_dirs, sources, index_dir)
+            asked = [item for _, items in targets for item in items]
+            judge_config, examples = load_examples_option(examples_path, judge_config, asked)
+        with engine_output_to(out_dir / ENGINE_LOG), times.time("checking"):
+            check_run(
+                targets,
+                judge_config,
+                kb_index=index_dir,
+                on_stage=display.say,
+                on_check_start=lambda name, total: display.bar(f"checking {name}", total),
+                on_batch=display.advance,
+                on_calls=display.step,
+                examples=examples,
+            )
+        with times.time("summaries, gates and report"):
+            outcome = finish_audit(
+                run_dirs,
+                out_dir / "report.html",
+                gates,
+                history_path,
+                record=True,
+                calibration=calibration,
+                review=review,
+            )
+    times.stop()
+    write_json_atomic(out_dir / TIMINGS, times.to_json(status="complete"))
+    outcome.times = times
+    return outcome
 
 
 def _bundle_key(

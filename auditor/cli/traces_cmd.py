@@ -11,6 +11,7 @@ from auditor.cli.terminal import terminal
 from auditor.errors import BadInput
 from auditor.files import Read, check_output_dir, refuse_given_twice
 from auditor.traces import Window, import_traces, parse_moment
+from auditor.traffic import parse_slo
 
 __all__ = ["traces"]
 
@@ -39,6 +40,14 @@ TRACES_WRITES = ("manifest.json", "records.jsonl", "population.jsonl", "skipped.
     help="Check N answers drawn uniformly from the window (rates then refer to the window).",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the --sample draw.")
+@click.option(
+    "--slo",
+    "slo_items",
+    multiple=True,
+    metavar="KEY=MS",
+    help="A latency SLO the window's requests are held to: ttft_ms, tpot_ms or e2e_ms "
+    "(repeat for several), e.g. --slo ttft_ms=1500 --slo e2e_ms=6000.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print what was imported as JSON on stdout.")
 def traces(
     exports: tuple[Path, ...],
@@ -48,6 +57,7 @@ def traces(
     service: str | None,
     sample: int | None,
     seed: int,
+    slo_items: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Import OpenTelemetry trace EXPORTS (OTLP JSON, the collector's file exporter; .gz too)
@@ -63,6 +73,7 @@ def traces(
     )
     if window.since and window.until and window.since >= window.until:
         raise BadInput(f"--since {since} is not before --until {until}; give a window")
+    slo = parse_slo(slo_items) if slo_items else None
     refuse_given_twice("EXPORTS", list(exports))
     for path in exports:
         if not path.is_file():
@@ -77,6 +88,7 @@ def traces(
         service=service,
         sample=sample,
         seed=seed,
+        slo=slo,
         progress=lambda line: click.echo(line, file=said),
     )
     for line in found.lines():

@@ -34,6 +34,7 @@ from auditor.history import KEY_METRICS, AuditRow, Regression, regressions
 from auditor.report import charts
 from auditor.results import RunArtifacts
 from auditor.review import check_fingerprint, read_checked_review, run_fingerprint
+from auditor.traces.assemble import SKIP_REASONS
 
 __all__ = ["refuse_shared_names", "render_report"]
 
@@ -584,6 +585,7 @@ def render_report(
         contrasts=contrasts,
         metrics=METRICS,
         key_metrics=KEY_METRICS,
+        skip_reasons=SKIP_REASONS,  # why an imported trace was skipped, in words
         generated_at=generated_at or utc_now(),
         # run dirs of an extracted bundle: its statement digest and claimed signers, or where
         # what this report shows is not what the statement signed

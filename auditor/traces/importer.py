@@ -161,6 +161,7 @@ def import_traces(
     service: str | None = None,
     sample: int | None = None,
     seed: int = 0,
+    slo: dict[str, float] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> TraceImport:
     """Import trace exports into `out_dir` (see the module doc); BadInput before anything is
@@ -186,6 +187,8 @@ def import_traces(
         _refuse_changed(out_dir, held, set(chosen))
         found.records = len(chosen)
         manifest = _manifest(out_dir, held, settings, sources, found, chosen)
+        # the latency SLO the figures use: not an import setting, so a later import may change it
+        manifest["slo"] = slo if slo is not None else (held or {}).get("slo") or {}
         # "running" until every chosen row is in: a reader then holds no more rows than
         # sample.records, and exactly as many once "complete" (run_shapes.check_totals)
         write_run_manifest(out_dir, manifest | {"status": "running"})
