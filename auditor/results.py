@@ -200,7 +200,12 @@ def summarize_run(
         judge = (run.check_manifest or {}).get("judge", {}).get("config", {})
         tps = summary["metrics"]["tps"]["value"]
         reviewed = review_summary(
-            labels, run.checks, float(judge.get("support_threshold", 0.5)), tps, _sample(run)
+            labels,
+            run.checks,
+            float(judge.get("support_threshold", 0.5)),
+            tps,
+            _sample(run),
+            window=len(run.population) if is_traffic(run.manifest) else None,
         )
         summary["reviewed"] = reviewed
         rate = reviewed["answer_rate"]

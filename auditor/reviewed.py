@@ -153,7 +153,7 @@ def _labels_variance(positives: int, n: int) -> float:
 
 
 def _difference(
-    y: np.ndarray, f: np.ndarray, everyone: np.ndarray, bounded: bool
+    y: np.ndarray, f: np.ndarray, everyone: np.ndarray, bounded: bool, window: int | None = None
 ) -> tuple[float, float, float, float, float] | None:
     """The difference estimator (module doc): (theta, low, high, S2 of the residuals, lambda),
     or None where the judge is not used (lambda 0). `bounded`: a share in [0, 1] (Wilson at
@@ -171,6 +171,11 @@ def _difference(
     residual = float(((residuals - residuals.mean()) ** 2).sum() / (n - 2))
     residual = max(residual, _unseen_error_variance(n))
     variance = (1 - n / population) * residual / n
+    if window is not None and window > population:
+        # two-phase: the checked answers are themselves a uniform sample of the window's
+        # (Cochran 1977, 12.6): their mean's own variance joins, at the labels' spread
+        positives = round(float(y.sum()))
+        variance += _labels_variance(positives, n) * (1 / population - 1 / window)
     if not bounded:
         half = Z95 * math.sqrt(variance)
         return value, value - half, value + half, residual, weight
@@ -186,25 +191,33 @@ def reviewed_rate(
     labelled_predictions: Sequence[float],
     all_predictions: Sequence[float],
     weights: Sequence[float] | None = None,
+    window: int | None = None,
 ) -> ReviewedRate:
     """The rate of hallucinated answers (or claims) among all of a pipeline's, from people's
     `labels` on a uniform random sample, the judge's predictions on those
     (`labelled_predictions`: its flag 0/1 or a score in [0, 1], higher for hallucinated) and
     on every answer (`all_predictions`, the labelled ones included). `weights`: each
-    labelled answer's inverse inclusion probability (None or all equal: a uniform sample)."""
-    n, population = len(labels), len(all_predictions)
+    labelled answer's inverse inclusion probability (None or all equal: a uniform sample).
+    `window`: the answers were checked on a uniform sample of a window's `window` answers
+    (imported traces): the rate is the window's, its interval with both phases' variance."""
+    n, checked = len(labels), len(all_predictions)
+    population = window if window is not None and window > checked else checked
+    two_phase = population > checked
     positives = sum(bool(x) for x in labels)
-    alone = labels_only_interval(positives, n, population)
+    alone = labels_only_interval(positives, n, population)  # an SRS of an SRS is one of N
     share = positives / n if n else 0.0
+    of = f", two-phase: {checked} checked of {population}" if two_phase else ""
 
     def by_labels(method: str = "labels (Wilson, finite population)") -> ReviewedRate:
         spread = 0.0 if n >= population else _labels_variance(positives, n)
-        return ReviewedRate(share, alone[0], alone[1], n, population, method, alone, spread)
+        return ReviewedRate(share, alone[0], alone[1], n, population, method + of, alone, spread)
 
     if n == 0:
         return ReviewedRate(0.0, 0.0, 1.0, 0, population, "no labels", alone)
     if n >= population:
         return by_labels("labels (all reviewed)")
+    if n >= checked:  # every checked answer labelled: the labels are the sample of the window
+        return by_labels()
     weighted = weights is not None and np.ptp(np.asarray(weights, dtype=float)) > 0
     if n < MIN_FOR_JUDGE or positives in (0, n):
         # too few labels to weigh the judge; or every label alike (no residual variance seen)
@@ -220,7 +233,7 @@ def reviewed_rate(
     y = np.asarray(labels, dtype=float)
     f = np.asarray(labelled_predictions, dtype=float)
     everyone = np.asarray(all_predictions, dtype=float)
-    found = _difference(y, f, everyone, bounded=True)
+    found = _difference(y, f, everyone, bounded=True, window=population)
     if found is None or found[2] - found[1] >= alone[1] - alone[0]:
         return by_labels()  # the judge no help: the labels alone, never wider than theirs
     value, low, high, residual, weight = found
@@ -230,7 +243,7 @@ def reviewed_rate(
         high,
         n,
         population,
-        "difference (finite population)",
+        "difference (finite population)" + of,
         alone,
         residual,
         weight,
@@ -320,8 +333,10 @@ def review_summary(
     threshold: float,
     tps: float | None,
     sample: dict[str, Any] | None,
+    window: int | None = None,
 ) -> dict[str, Any]:
-    """summary.json's `reviewed` of one run, from its settled labels (`review.assign_labels`):
+    """summary.json's `reviewed` of one run (`window`: imported traces, the window's number
+    of answers the checked ones were drawn from), from its settled labels (`review.assign_labels`):
     the reviewed answer rate from the labels that count (the drawn order's labelled prefix),
     the claim rate where every counted label marks every judged claim of its answer (else the
     answer rate makes goodput, and `claim_rate_withheld` says why), the judge's agreement on
@@ -340,7 +355,9 @@ def review_summary(
     # no label counts (every one outside the drawn sample, kept for the judge's agreement):
     # no reviewed figure at all, as without labels; not a rate of 0 % over no labels
     answer = (
-        reviewed_rate(gold, [score[label.id] for label in counted], everyone) if counted else None
+        reviewed_rate(gold, [score[label.id] for label in counted], everyone, window=window)
+        if counted
+        else None
     )
     withheld = _claims_unmarked(counted, claims_of) if counted else "no label counts in a rate"
     claim = None if withheld else _claim_rate(counted, claims_of, threshold)

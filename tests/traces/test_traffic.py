@@ -196,3 +196,35 @@ def test_audit_of_traffic_refuses_what_does_not_go_with_it(tmp_path: Path) -> No
         assert done.exit_code == 2 and said in done.output, done.output
     done = CliRunner().invoke(cli, ["audit", "--sample", "3", "--out", str(tmp_path / "b")])
     assert done.exit_code == 2 and "go with --traces" in done.output
+
+
+def test_the_reviewed_rate_of_a_window_covers_the_windows_rate() -> None:
+    """Two phases: 200 of a window's 2,000 answers checked, 40 of those labelled. Over 300
+    draws the interval holds the window's own rate about 95 % of the time; without the window
+    (the checked sample taken for the population) it would be too narrow."""
+    import numpy as np
+
+    from auditor.reviewed import reviewed_rate
+
+    rng = np.random.default_rng(0)
+    window = 2_000
+    truth = rng.random(window) < 0.3
+    judged = np.clip(truth * 0.5 + rng.random(window) * 0.6, 0, 1)  # a useful, noisy judge
+    rate = truth.mean()
+    held, narrow = 0, 0
+    for _ in range(300):
+        checked = rng.choice(window, 200, replace=False)
+        labelled = rng.choice(checked, 40, replace=False)
+        args = (
+            [bool(truth[k]) for k in labelled],
+            judged[labelled].tolist(),
+            judged[checked].tolist(),
+        )
+        two_phase = reviewed_rate(*args, window=window)
+        one_phase = reviewed_rate(*args)
+        assert two_phase.population == window and one_phase.population == 200
+        assert two_phase.high - two_phase.low >= one_phase.high - one_phase.low - 1e-12
+        held += two_phase.low <= rate <= two_phase.high
+        narrow += one_phase.low <= rate <= one_phase.high
+    assert held / 300 >= 0.92
+    assert narrow < held
