@@ -22,6 +22,7 @@ from auditor.ingest.manifest import MANIFEST_NAME, parse_manifest
 from auditor.results import RunArtifacts
 from auditor.review import REVIEW, ReviewLabel, read_checked_review
 from auditor.store import CHECK_MANIFEST, CHECKS, MANIFEST, RECORDS
+from auditor.traces.importer import POPULATION, SKIPPED
 
 __all__ = [
     "BAG_AGENT",
@@ -53,7 +54,8 @@ PREDICATE_TYPE = f"{PREDICATE_PREFIX}{PREDICATE_VERSION}"
 
 # what a run dir contributes: its records, nothing derived (summary.json and the report are
 # rendered from these by `auditor report`; engine.log, third-party output, is left out)
-RUN_FILES = (MANIFEST, RECORDS, CHECKS, CHECK_MANIFEST, REVIEW)
+# (a run of imported traces adds its window's population and skips: figures read them)
+RUN_FILES = (MANIFEST, RECORDS, CHECKS, CHECK_MANIFEST, REVIEW, POPULATION, SKIPPED)
 LABELS = "data/labels/labels.jsonl"
 CALIBRATION = "data/calibration/calibration.json"
 NO_TIME = "1970-01-01T00:00:00+00:00"  # the audit's end when nothing records one
@@ -219,6 +221,14 @@ def run_predicate(run: RunArtifacts, files: Mapping[str, bytes]) -> dict[str, An
             "generator": _generator((manifest.get("pipeline") or {}).get("config")),
             "model": manifest.get("model") or {},
             "load_regime": manifest.get("load_regime") or {},
+        },
+        # imported traces: the traffic audited (its window, the exports read, the population
+        # and the checked sample); None for a run the auditor drove
+        "traffic": None
+        if manifest.get("kind") != "traces"
+        else {
+            key: manifest.get(key)
+            for key in ("window", "import", "sources", "population", "sample", "slo")
         },
         "questions": {
             "sha256": questions.get("sha256"),

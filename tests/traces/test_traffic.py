@@ -228,3 +228,30 @@ def test_the_reviewed_rate_of_a_window_covers_the_windows_rate() -> None:
         narrow += one_phase.low <= rate <= one_phase.high
     assert held / 300 >= 0.92
     assert narrow < held
+
+
+def test_a_traffic_run_is_reviewed_bundled_and_verified(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fakes(monkeypatch)
+    monkeypatch.setenv("AUDITOR_KEY_PASSPHRASE", "a passphrase for the test")
+    export, _ = _export(tmp_path, count=20)
+    run = tmp_path / "week"
+    _cli("traces", str(export), "--out", str(run), "--sample", "10", "--slo", "ttft_ms=300")
+    _cli("check", str(run), "-q")
+    said = _cli("review", str(run), "--sample", "4", "--seed", "2")
+    assert "4 of 10 answers to review" in said
+    key = tmp_path / "audit.key"
+    _cli("keygen", "--out", str(key), "--passphrase-env", "AUDITOR_KEY_PASSPHRASE")
+    bundle = tmp_path / "audit.tar"
+    _cli(
+        "bundle",
+        str(run),
+        "--key",
+        str(key),
+        "--passphrase-env",
+        "AUDITOR_KEY_PASSPHRASE",
+        "--out",
+        str(bundle),
+    )
+    assert "verified" in _cli("verify", str(bundle), "--key", f"{key}.pub")
