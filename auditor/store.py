@@ -28,6 +28,7 @@ __all__ = [
     "read_checks",
     "read_json_artifact",
     "read_jsonl",
+    "read_population",
     "read_records",
     "read_run_manifest",
     "refuse_other_records",
@@ -224,3 +225,8 @@ def share_records(run_dir: Path, out_dir: Path) -> None:
         partial = target.with_name(target.name + ".partial")
         shutil.copyfile(run_dir / name, partial)
         os.replace(partial, target)
+
+
+def read_population(run_dir: Path, check: RowCheck) -> list[dict[str, Any]]:
+    """population.jsonl of a run of imported traces (auditor.traffic checks its rows)."""
+    return read_jsonl(run_dir / "population.jsonl", check=check)

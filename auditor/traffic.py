@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from auditor.config import SLOConfig
 from auditor.errors import BadInput
 from auditor.reviewed import labels_only_interval
-from auditor.store import read_jsonl
+from auditor.store import read_population as read_population_rows
 from auditor.traces.importer import KIND, POPULATION, POPULATION_FIELDS, draw_sample
 
 __all__ = [
@@ -201,7 +201,7 @@ def read_population(
         raise BadInput(
             f"{path}: missing (a run of imported traces holds its window's answers); {fix}"
         )
-    rows = read_jsonl(path, check=_population_row)
+    rows = read_population_rows(run_dir, _population_row)
     counts = manifest.get("population") or {}
     if counts.get("answers") != len(rows):
         raise BadInput(

@@ -35,8 +35,11 @@ READERS = {
     "and predicate version) and figures compared through canonical JSON",
     "auditor/evidence/extracted.py": "what a report shows, compared with the statement through "
     "canonical JSON",
+    "auditor/traces/otlp.py": "OTLP JSON trace exports, streamed line by line (read_export)",
+    "auditor/traces/conventions.py": "JSON-valued span attributes: messages, documents, metadata",
+    "auditor/traces/importer.py": "its own spill files between its two passes (span facts, records)",
 }
-PARSERS = {("json", "loads"), ("json", "load")}
+PARSERS = {("json", "loads"), ("json", "load"), ("orjson", "loads")}
 
 
 def _calls(path: Path) -> list[tuple[int, str]]:
