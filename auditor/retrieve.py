@@ -103,3 +103,24 @@ def retrieval_recall(
             sums[f"recall@{k}"] += len(found) / len(gold)
             sums[f"hit@{k}"] += 1.0 if found else 0.0
     return {name: total / len(cases) for name, total in sums.items()}
+
+
+def chunks_by_id(index_dir: Path, ids: list[str]) -> dict[str, str]:
+    """The text of each chunk of `ids` the index holds (LlamaIndex node ids, as its
+    retrievers report them in traces); ids it does not hold are left out. Loads the docstore
+    only: no embedder, no FAISS."""
+    import_llama_core()
+    from llama_index.core.storage.docstore import SimpleDocumentStore
+
+    manifest = read_manifest(index_dir)
+    try:
+        with silence_stdout():
+            store = SimpleDocumentStore.from_persist_dir(str(index_dir / manifest.generation))
+    except (OSError, ValueError, KeyError) as exc:
+        raise BadInput(f"{index_dir}: cannot read its docstore ({exc}); re-ingest") from exc
+    found = {}
+    for ident in dict.fromkeys(ids):
+        node = store.get_document(ident, raise_error=False)
+        if node is not None:
+            found[ident] = node.get_content()
+    return found

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from auditor.errors import BadInput
 from auditor.files import utc_now
 from auditor.jsonl import iter_objects, labelled_id
+from auditor.retrieve import chunks_by_id
 from auditor.review import run_fingerprint
 from auditor.run_shapes import check_totals
 from auditor.store import (
@@ -73,6 +74,9 @@ class AnswerItem:
     # the review fingerprint of the run it is from: an example labelled on that run's review
     # page under the same id is this very answer (never its own example)
     run: str | None = None
+    # a traced answer whose trace named its passages by id only (auditor.traces): looked up
+    # by id in the knowledge base given to the check (`choose_sources`)
+    document_ids: list[str] = field(default_factory=list)
 
     @property
     def pool(self) -> list[tuple[str, str]]:
@@ -124,6 +128,7 @@ def items_from_rows(rows: list[dict[str, Any]], source: Path) -> list[AnswerItem
                 error=row.get("error"),
                 contexts_returned=bool(row.get("contexts_returned", True)),
                 source_id=None if row.get("source_id") in (None, "") else str(row["source_id"]),
+                document_ids=[str(i) for i in row.get("unresolved_documents") or []],
             )
         )
     return items
@@ -380,9 +385,15 @@ def choose_sources(
 
 
 def _trace_sources(items: list[AnswerItem], run_dir: Path, kb_index: Path | None) -> None:
-    """Traced answers (auto): each checked against the passages its trace recorded; one
-    whose trace recorded none (no retriever span, or document ids only) against the
-    knowledge base, which then must be given."""
+    """Traced answers (auto): each checked against the passages its trace recorded, those it
+    named by id only looked up in the knowledge base; one left with none (no retriever span,
+    or ids the knowledge base does not hold) against the knowledge base by retrieval, which
+    then must be given."""
+    named = [item for item in items if item.document_ids]
+    if named and kb_index is not None:  # passages named by id: the knowledge base's own
+        texts = chunks_by_id(kb_index, [i for item in named for i in item.document_ids])
+        for item in named:
+            item.chunks += [(i, texts[i]) for i in item.document_ids if i in texts]
     bare = [item for item in items if not item.chunks]
     if bare and kb_index is None:
         raise BadInput(

@@ -13,7 +13,14 @@ from click.testing import CliRunner
 
 from auditor.cli import cli
 from auditor.reviewed import labels_only_interval
-from tests.traces.spans import BASE_NS, openinference_trace, request, vllm_span, write_export
+from tests.traces.spans import (
+    BASE_NS,
+    genai_trace,
+    openinference_trace,
+    request,
+    vllm_span,
+    write_export,
+)
 from tests.verify.test_calibrate import _fakes, _labelled
 
 DAY_MS = 86_400_000.0
@@ -255,3 +262,39 @@ def test_a_traffic_run_is_reviewed_bundled_and_verified(
         str(bundle),
     )
     assert "verified" in _cli("verify", str(bundle), "--key", f"{key}.pub")
+
+
+def test_passages_named_by_id_are_looked_up_in_the_knowledge_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A retriever span that records document ids only: the record says so, and the check
+    with --index takes those chunks' text from the index (no retrieval, no guess)."""
+    from auditor.retrieve import chunks_by_id
+
+    _fakes(monkeypatch)
+    corpus = tmp_path / "kb"
+    corpus.mkdir()
+    (corpus / "bridge.md").write_text(
+        "# Kestrel bridge\n\nThe Kestrel bridge opened in 1931 and is 410 metres long.\n"
+    )
+    index = tmp_path / "index"
+    _cli("ingest", str(corpus), "--index", str(index), "-q")
+    generation = json.loads((index / "manifest.json").read_text())["generation"]
+    store = json.loads((index / generation / "docstore.json").read_text())
+    (node_id,) = store["docstore/data"]
+    spans = genai_trace(
+        1, answer="It opened in 1931.", documents=[{"id": node_id}, {"id": "not-in-the-index"}]
+    )
+    export = write_export(tmp_path / "e.jsonl", [request("app", spans)])
+    run = tmp_path / "r"
+    _cli("traces", str(export), "--out", str(run))
+    (record,) = [json.loads(line) for line in (run / "records.jsonl").read_text().splitlines()]
+    assert record["retrieved"] == [] and record["contexts_returned"] is False
+    assert record["unresolved_documents"] == [node_id, "not-in-the-index"]
+    refused = CliRunner().invoke(cli, ["check", str(run), "-q"])
+    assert refused.exit_code == 2 and "give --index KB_DIR" in refused.output
+    assert list(chunks_by_id(index, [node_id, "not-in-the-index"])) == [node_id]
+    _cli("check", str(run), "--index", str(index), "-q")
+    (check,) = [json.loads(line) for line in (run / "checks.jsonl").read_text().splitlines()]
+    checked = {c for claim in check["claims"] for c in claim.get("checked_chunks", [])}
+    assert node_id in checked
