@@ -103,9 +103,16 @@ def assemble(trace_id: str, spans: Sequence[SpanFacts]) -> Assembled:
         return done
     answers = _answering(unique, by_id)
     if not answers:
-        # a model span that holds no answer: its content was not captured
-        models = any(s.role in ("llm", "chain") for s in unique)
-        done.skips.append(Skip(trace_id, "no_content" if models else "no_llm_span"))
+        # model spans that hold no answer: the request failed before one was given (a model
+        # span ended in an error: the top-most is named), else its content was not captured
+        models = [s for s in unique if s.role in ("llm", "chain")]
+        failed = min(
+            (s for s in models if s.error), key=lambda s: (s.start_ns, s.span_id), default=None
+        )
+        if failed is not None:
+            done.skips.append(Skip(trace_id, "error", failed.error or "", failed.span_id))
+        else:
+            done.skips.append(Skip(trace_id, "no_content" if models else "no_llm_span"))
         return done
     root = min(roots, key=lambda s: s.start_ns) if roots else None
     for turn, answer in enumerate(answers, start=1):

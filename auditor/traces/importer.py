@@ -4,9 +4,10 @@ what was skipped and why, and the drawn sample.
 The export is streamed twice over disk, never held: pass 1 reads every span once and spills
 what the import needs of it (`SpanFacts`) into buckets by trace id under the run dir; pass 2
 reads one bucket at a time, joins each trace's spans into answers (`assemble`), keeps the
-traces that start in the window (and, with --service, hold a span of that service). Memory is
-one line's request plus one bucket (about BUCKET_BYTES of spans) plus a small row per
-answer of the window.
+traces that start in the window (and, with --service, hold a span of that service), and
+spills each bucket's population rows and skips sorted, merged into their files at the end.
+Memory is one line's request plus one bucket (about BUCKET_BYTES of spans) plus each
+answer's id (for the sample's draw).
 
 The run dir holds:
 - records.jsonl: the answers checked: every one of the window, or a uniform sample of
@@ -25,13 +26,16 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import heapq
 import math
+import os
 import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +43,7 @@ import numpy as np
 import orjson
 
 from auditor.errors import BadInput
-from auditor.files import utc_now, write_text_atomic
+from auditor.files import utc_now
 from auditor.store import MANIFEST, RECORDS, read_records, read_run_manifest, write_run_manifest
 from auditor.traces.assemble import SKIP_REASONS, Assembled, assemble
 from auditor.traces.conventions import SpanFacts
@@ -177,13 +181,14 @@ def import_traces(
         shutil.rmtree(stale, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix=".import-", dir=out_dir) as spill:
         buckets = _spill(exports, readings, Path(spill), progress)
-        population, skips, candidates = _join(buckets, Path(spill), window, service, found)
+        ids, runs, candidates = _join(buckets, Path(spill), window, service, found)
         found.torn = [r.torn for r in readings if r.torn]
         found.services = sorted(set().union(*(r.services for r in readings)))
-        found.answers = len(population)
+        found.answers = len(ids)
         _refuse_empty(exports, window, service, found)
         sources = [_source(r, held) for r in readings]
-        chosen = draw_sample([row["id"] for row in population], sample, seed)
+        chosen = draw_sample(ids, sample, seed)
+        del ids
         _refuse_changed(out_dir, held, set(chosen))
         found.records = len(chosen)
         manifest = _manifest(out_dir, held, settings, sources, found, chosen)
@@ -192,8 +197,8 @@ def import_traces(
         # "running" until every chosen row is in: a reader then holds no more rows than
         # sample.records, and exactly as many once "complete" (run_shapes.check_totals)
         write_run_manifest(out_dir, manifest | {"status": "running"})
-        write_text_atomic(out_dir / POPULATION, _jsonl(population))
-        write_text_atomic(out_dir / SKIPPED, _jsonl(skips))
+        _write_merged(out_dir / POPULATION, runs[POPULATION])
+        _write_merged(out_dir / SKIPPED, runs[SKIPPED])
         found.added = _write_records(out_dir, candidates, chosen)
     write_run_manifest(out_dir, manifest | {"status": "complete", "finished_at": utc_now()})
     return found
@@ -259,15 +264,19 @@ def _expected_bytes(path: Path) -> int:
 
 def _join(
     buckets: int, spill: Path, window: Window, service: str | None, found: TraceImport
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Path]:
-    """Pass 2: each bucket's traces joined; the window's population rows (sorted by start),
-    its skips, and a file of its records (one JSON line each, for the chosen to be copied)."""
-    population: list[dict[str, Any]] = []
-    skips: list[dict[str, Any]] = []
+) -> tuple[list[str], dict[str, list[Path]], Path]:
+    """Pass 2: each bucket's traces joined; the ids of the window's answers, the files of its
+    population rows and of its skips (one run per bucket, each sorted: merged when written),
+    and a file of its records (one JSON line each, for the chosen to be copied)."""
+    ids: list[str] = []
+    runs: dict[str, list[Path]] = {POPULATION: [], SKIPPED: []}
     candidates = spill / "records.jsonl"
-    starts: list[float] = []
+    first: float | None = None
+    last: float | None = None
     with candidates.open("wb") as out:
         for n in range(buckets):
+            population: list[dict[str, Any]] = []
+            skips: list[dict[str, Any]] = []
             for trace in _traces(spill / f"{n}.jsonl"):
                 if service is not None and service not in trace.services:
                     continue
@@ -275,7 +284,8 @@ def _join(
                 if not window.holds(trace.start_s):
                     continue
                 found.traces_in_window += 1
-                starts.append(trace.start_s)
+                first = trace.start_s if first is None else min(first, trace.start_s)
+                last = trace.start_s if last is None else max(last, trace.start_s)
                 found.duplicate_spans += trace.duplicate_spans
                 found.clock_skew += trace.clock_skew
                 for skip in trace.skips:
@@ -285,13 +295,49 @@ def _join(
                 for record in trace.records:
                     out.write(orjson.dumps(record) + b"\n")
                     population.append(_population_row(record))
+                    ids.append(record["id"])
             (spill / f"{n}.jsonl").unlink()
-    if starts:
-        found.first_start = datetime.fromtimestamp(min(starts), UTC).isoformat()
-        found.last_start = datetime.fromtimestamp(max(starts), UTC).isoformat()
-    population.sort(key=lambda row: (row["arrival_time"], row["id"]))
-    skips.sort(key=lambda row: (row["trace_id"], row.get("span_id", "")))
-    return population, skips, candidates
+            population.sort(key=_population_key)
+            skips.sort(key=_skip_key)
+            for name, rows in ((POPULATION, population), (SKIPPED, skips)):
+                runs[name].append(spill / f"{name}.{n}")
+                runs[name][-1].write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
+    if first is not None and last is not None:
+        found.first_start = datetime.fromtimestamp(first, UTC).isoformat()
+        found.last_start = datetime.fromtimestamp(last, UTC).isoformat()
+    return ids, runs, candidates
+
+
+def _population_key(row: dict[str, Any]) -> tuple[float, str]:
+    return (row["arrival_time"], row["id"])
+
+
+def _skip_key(row: dict[str, Any]) -> tuple[str, str]:
+    return (row["trace_id"], row.get("span_id", ""))
+
+
+def _write_merged(path: Path, runs: list[Path]) -> None:
+    """`path` (atomically, as write_text_atomic) from runs of rows each sorted: merged, in
+    the order one sort of them all gives (a tie stays in one run: one trace, one bucket)."""
+    key = _population_key if path.name == POPULATION else _skip_key
+
+    def rows(run: Path) -> Iterator[tuple[Any, bytes]]:
+        with run.open("rb") as handle:
+            for line in handle:
+                yield key(orjson.loads(line)), line
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for _, line in heapq.merge(*(rows(run) for run in runs), key=itemgetter(0)):
+                out.write(line)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; the file is meant to be read
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _traces(bucket: Path) -> Iterator[Assembled]:
@@ -465,7 +511,3 @@ def _write_records(out_dir: Path, candidates: Path, chosen: list[str]) -> int:
             out.write(orjson.dumps(row) + b"\n")
         out.flush()
     return len(rows)
-
-
-def _jsonl(rows: list[dict[str, Any]]) -> str:
-    return "".join(orjson.dumps(row).decode() + "\n" for row in rows)

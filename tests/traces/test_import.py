@@ -163,6 +163,30 @@ def test_error_span_duplicates_and_conflicts(tmp_path: Path) -> None:
     }
 
 
+def test_a_request_that_failed_before_its_answer_is_an_error_not_content_off(
+    tmp_path: Path,
+) -> None:
+    # the LLM call timed out: the LLM span and the chain above it end in ERROR, no output
+    failed = openinference_trace(1, content=False)
+    failed[0]["status"] = {"code": 2, "message": "Request timed out."}
+    failed[2]["status"] = {"code": 2, "message": "Request timed out."}
+    capture_off = openinference_trace(2, content=False, start_ms=10)
+    chat = genai_trace(3, start_ms=20)
+    chat[2]["attributes"] = [a for a in chat[2]["attributes"] if "output" not in a["key"]]
+    chat[2]["status"] = {"code": 2, "message": "ReadTimeout"}
+    spans = failed + capture_off + chat + openinference_trace(4, start_ms=30)
+    import_traces([write_export(tmp_path / "e.jsonl", [request("a", spans)])], tmp_path / "r")
+    reasons = {
+        s["trace_id"][-1]: (s["reason"], s.get("detail"), s.get("span_id"))
+        for s in rows(tmp_path / "r", "skipped.jsonl")
+    }
+    assert reasons == {
+        "1": ("error", "Request timed out.", f"{101:016x}"),
+        "2": ("no_content", None, None),
+        "3": ("error", "ReadTimeout", f"{303:016x}"),
+    }
+
+
 def test_window_service_and_empty_windows(tmp_path: Path) -> None:
     day = 86_400_000.0
     spans = (
