@@ -7,9 +7,10 @@ The export is read back with plain Python (tests/e2e/traced_apps.py's `read_span
 compared with what the applications returned. The trace-making code is traced_apps.py's,
 shared with scripts/make_trace_export.py (which made corpora/kestrel/traces/).
 
-Cost on 2 busy cores: the OpenInference test ~30 s on the session pool's SmolLM2 engine (+60-90 s
-when it is the first to start it); the vLLM test ~10 s on the session's `vllm serve` (+60-90 s
-when it is the first to start it, ~5 min when the machine is loaded).
+Cost, measured on 2 cores shared with a benchmark's engine: the OpenInference test 143 s,
+starting the session pool's SmolLM2 engine (which it borrows, as the light judge does); the
+vLLM test 16 s on the session's `vllm serve`, whose start took 295 s under that load (60-90 s
+on idle cores), paid by whichever served test comes first.
 """
 
 from __future__ import annotations
