@@ -76,7 +76,8 @@ run_phase unit "$BIN/python" -m pytest -m "not e2e" --durations="$SLOWEST" "${ex
 ENGINES_SHARD=(tests/e2e/test_audit_real.py tests/e2e/test_examples_real.py
   tests/e2e/test_run_vllm.py tests/e2e/test_openai_vllm_serve.py tests/e2e/test_service_real.py
   tests/e2e/test_ingest_real.py tests/e2e/test_faults_ingest.py tests/e2e/test_report_browser.py
-  tests/e2e/test_review_browser.py tests/e2e/test_two_reviewers_browser.py)
+  tests/e2e/test_review_browser.py tests/e2e/test_two_reviewers_browser.py
+  tests/e2e/test_traces_real.py)
 NOT_TIMING="e2e and not timing"
 
 # elapsed START: seconds since START (date +%s.%N), one decimal

@@ -28,8 +28,20 @@ class VllmChatLLM(CustomLLM):
     context_window: int = 4096
     _llm: Any = PrivateAttr()
 
-    def __init__(self, model_dir: str, max_tokens: int = 128, kv_cache_gib: float = 1.0) -> None:
-        super().__init__(model_dir=model_dir, max_tokens=max_tokens)
+    def __init__(
+        self,
+        model_dir: str,
+        max_tokens: int = 128,
+        kv_cache_gib: float = 1.0,
+        engine: Any = None,
+        context_window: int = 4096,
+    ) -> None:
+        """`engine`: a `vllm.LLM` already started on `model_dir` to answer on (as a test
+        session shares one), its `max_model_len` given as `context_window`; None starts one."""
+        super().__init__(model_dir=model_dir, max_tokens=max_tokens, context_window=context_window)
+        if engine is not None:
+            self._llm = engine
+            return
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", f"{kv_cache_gib:g}")
         os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -58,7 +70,14 @@ class VllmChatLLM(CustomLLM):
 
         params = SamplingParams(temperature=0.0, max_tokens=self.max_tokens, seed=0)
         (output,) = self._llm.chat([{"role": "user", "content": prompt}], params, use_tqdm=False)
-        return CompletionResponse(text=output.outputs[0].text)
+        prompt_tokens = len(output.prompt_token_ids or ())
+        completion_tokens = len(output.outputs[0].token_ids)
+        usage = {  # as OpenAI-style LLMs report it (tracing reads token counts from here)
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        return CompletionResponse(text=output.outputs[0].text, raw={"usage": usage})
 
     @llm_completion_callback()
     def stream_complete(

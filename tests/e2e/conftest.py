@@ -22,7 +22,7 @@ from auditor.ingest import ingest_corpus
 from auditor.scale.cluster import ray_address_file
 from auditor.testing import put_back_cluster_file, ray_nodes_here
 from tests.conftest import ENGINE_CORES, KESTREL, ONE_CORE
-from tests.e2e.servers import vllm_server
+from tests.e2e.servers import otlp_sink, vllm_server
 
 __all__ = [
     "LIGHT_CPU_THREADS",
@@ -33,6 +33,7 @@ __all__ = [
     "light_judge",
     "light_judge_toml",
     "light_pipeline_toml",
+    "otlp_sink",
     "ray_nodes_leaving_no_file",
     "vllm_server",
 ]
