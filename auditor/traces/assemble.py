@@ -182,8 +182,11 @@ def _record(
     retrievers = _belonging(answer, answers, [s for s in spans if s.role == "retriever"], by_id)
     engines = _belonging(answer, answers, [s for s in spans if s.role == "server"], by_id)
     llms = [s for s in spans if s.role == "llm" and (s is answer or _under(s, answer, by_id))]
+    # the model calls: LLM spans with no LLM span under them (OpenInference nests LlamaIndex's
+    # LLM.predict over the LLM's own complete, which alone holds the token counts)
+    calls = [s for s in llms if not any(o is not s and _under(o, s, by_id) for o in llms)]
     engine = max(engines, key=lambda s: s.end_ns) if engines else None
-    llm = max(llms, key=lambda s: s.end_ns) if llms else None
+    llm = max(calls, key=lambda s: s.end_ns) if calls else None
     question = answer.question if answer.role == "chain" else None
     question = question or next((r.question for r in retrievers if r.question), None)
     question = question or (llm.question if llm is not None else None)
@@ -218,7 +221,7 @@ def _record(
         "model": model,
         "started_at": _iso(started),
         "arrival_time": started / 1e9,
-        "llm_calls": max(len(engines), len(llms)),
+        "llm_calls": max(len(engines), len(calls)),
         "conventions": conventions,
         "timing_sources": sources,
         "error": None,

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from auditor.config import load_judge
+from auditor.traces import import_traces
 from auditor.traces.sink import TraceSink
 from tests.conftest import KESTREL
 from tests.e2e.conftest import EnginePool
@@ -132,12 +133,22 @@ def test_openinference_spans_of_the_llamaindex_example(
         ]
         assert counted and all(a["llm.token_count.completion"] > 0 for a in counted)
         assert all(a["output.value"].strip() in asked.answer for a in counted)
-        # importer: `auditor traces` on `out` gives one record per trace with this question,
-        # this answer, these passages (assert here once the importer lands)
+
+    # the import joins each trace into one record: this question, answer, passages, tokens
+    found = import_traces([out], tmp_path / "run")
+    assert (found.traces_in_window, found.answers) == (len(answered), len(answered))
+    records = {r["question"]: r for r in _records(tmp_path / "run")}
+    for asked in answered:
+        record = records[asked.question]
+        assert record["answer"] == asked.answer
+        assert [c["text"] for c in record["retrieved"]] == asked.contexts
+        assert record["conventions"] == ["openinference"] and record["llm_calls"] == 1
+        assert record["output_tokens"] > 0 and record["e2e_s"] > 0
+        assert "ttft_s" not in record  # nothing in these spans records it: absent
 
 
 def test_vllms_server_span_joins_the_applications_trace(
-    kestrel_index: Path, vllm_server: str, otlp_sink: TraceSink
+    kestrel_index: Path, vllm_server: str, otlp_sink: TraceSink, tmp_path: Path
 ) -> None:
     """An application traced with the GenAI conventions calls the session's traced `vllm
     serve`: vLLM's `llm_request` span is in the application's trace, under the HTTP client
@@ -198,9 +209,28 @@ def test_vllms_server_span_joins_the_applications_trace(
         # the server's span lies within the client's request
         assert int(http["startTimeUnixNano"]) <= int(served["startTimeUnixNano"])
         assert int(served["endTimeUnixNano"]) <= int(http["endTimeUnixNano"])
-        # importer: `auditor traces` on `otlp_sink.out` gives, for this trace, this question,
-        # answer and passages, model smollm2, and vLLM's TTFT and e2e (assert here once the
-        # importer lands)
+
+    # the import joins the application's spans and vLLM's: the record's timings are vLLM's
+    run = tmp_path / "run"
+    import_traces([otlp_sink.out], run, service="kestrel-rag-service")
+    records = {r["id"]: r for r in _records(run)}
+    for asked in answered:
+        assert asked.trace_id is not None
+        record = records[asked.trace_id]
+        latency = next(
+            s["attributes"] for s in traces[asked.trace_id] if s["name"] == "llm_request"
+        )
+        assert (record["question"], record["answer"]) == (asked.question, asked.answer)
+        assert [c["text"] for c in record["retrieved"]] == asked.contexts
+        assert record["model"] == MODEL_NAME and record["conventions"] == ["genai", "vllm"]
+        assert record["ttft_s"] == latency["gen_ai.latency.time_to_first_token"]
+        assert record["timing_sources"]["ttft_s"].endswith("llm_request (vllm-server)")
+        assert record["output_tokens"] == latency["gen_ai.usage.completion_tokens"]
+        assert record["e2e_s"] >= latency["gen_ai.latency.e2e"]  # the request's, not vLLM's
+
+
+def _records(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "records.jsonl").read_text().splitlines()]
 
 
 def _text(messages: str) -> str:

@@ -347,3 +347,23 @@ def test_vllm_names_are_vllms_own() -> None:
     assert VLLM.TIME_IN_QUEUE == names.GEN_AI_LATENCY_TIME_IN_QUEUE
     assert VLLM.COMPLETION_TOKENS == names.GEN_AI_USAGE_COMPLETION_TOKENS
     assert VLLM.PROMPT_TOKENS == names.GEN_AI_USAGE_PROMPT_TOKENS
+
+
+def test_nested_llm_spans_are_one_call_and_the_tokens_are_the_inner_ones(tmp_path: Path) -> None:
+    """LlamaIndex under OpenInference: LLM.predict (no token counts) over the LLM's own
+    complete (with them); one model call, its tokens read."""
+    spans = openinference_trace(1)
+    inner = json.loads(json.dumps(spans[2]))
+    inner["spanId"], inner["parentSpanId"], inner["name"] = (
+        f"{104:016x}",
+        spans[2]["spanId"],
+        "complete",
+    )
+    spans[2]["attributes"] = [
+        a for a in spans[2]["attributes"] if not a["key"].startswith("llm.token_count")
+    ]
+    import_traces(
+        [write_export(tmp_path / "e.jsonl", [request("a", [*spans, inner])])], tmp_path / "r"
+    )
+    (record,) = records(tmp_path / "r")
+    assert record["llm_calls"] == 1 and record["output_tokens"] == 9
