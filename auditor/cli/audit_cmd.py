@@ -428,7 +428,9 @@ def _audit_traffic(
         outputs = [Read("--out", out_dir / name, written=True) for name in out_files]
         refuse_output_on_input(history_path, "--history", [*reads, *outputs])
         check_history(history_path)
-    with StderrProgress(enabled=not quiet) as display:
+    # engine output to the log first, then the progress (as run_audit): the progress writes
+    # to the terminal the redirection keeps
+    with engine_output_to(out_dir / ENGINE_LOG), StderrProgress(enabled=not quiet) as display:
         with times.time("import"):
             imported = import_windows(
                 exports,
@@ -445,7 +447,7 @@ def _audit_traffic(
             targets = traffic_targets(run_dirs, sources, index_dir)
             asked = [item for _, items in targets for item in items]
             judge_config, examples = load_examples_option(examples_path, judge_config, asked)
-        with engine_output_to(out_dir / ENGINE_LOG), times.time("checking"):
+        with times.time("checking"):
             check_run(
                 targets,
                 judge_config,
