@@ -7,10 +7,11 @@ The export is read back with plain Python (tests/e2e/traced_apps.py's `read_span
 compared with what the applications returned. The trace-making code is traced_apps.py's,
 shared with scripts/make_trace_export.py (which made corpora/kestrel/traces/).
 
-Cost, measured on 2 cores shared with a benchmark's engine: the OpenInference test 143 s,
-starting the session pool's SmolLM2 engine (which it borrows, as the light judge does); the
-vLLM test 16 s on the session's `vllm serve`, whose start took 295 s under that load (60-90 s
-on idle cores), paid by whichever served test comes first.
+Cost (bfloat16 AMD EPYC, 2 cores, one single-threaded job beside it, 2026-12-08): the
+OpenInference test 62 s of its own beyond the session's engine pool start (83 s with the
+index, shared with the other engine tests); the vLLM test 7.5 s beyond the session's `vllm
+serve` start (90 s, shared with the served tests); both alone 245 s. On a CPU without bf16
+not measured: about 1.6x (the engines' float32 factor).
 """
 
 from __future__ import annotations
