@@ -38,6 +38,7 @@ READERS = {
     "auditor/traces/otlp.py": "OTLP JSON trace exports, streamed line by line (read_export)",
     "auditor/traces/conventions.py": "JSON-valued span attributes: messages, documents, metadata",
     "auditor/traces/importer.py": "its own spill files between its two passes (span facts, records)",
+    "auditor/traces/sink.py": "an OTLP/HTTP JSON request body it receives (for tests and exports)",
 }
 PARSERS = {("json", "loads"), ("json", "load"), ("orjson", "loads")}
 
