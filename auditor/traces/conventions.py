@@ -139,7 +139,8 @@ class SpanFacts:
     oversized: str | None = None  # the attribute over the size limit, if one was
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, [], False)}
+        # left out: what is unset (None, an empty list, a False flag); a 0 is kept
+        return {k: v for k, v in self.__dict__.items() if not (v is None or v is False or v == [])}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SpanFacts:
@@ -221,7 +222,7 @@ def _document(raw: dict[str, Any]) -> dict[str, Any]:
     if isinstance(metadata, str):
         try:
             metadata = json.loads(metadata)
-        except ValueError:
+        except (ValueError, RecursionError):
             metadata = None
     source = None
     if isinstance(metadata, dict):
@@ -316,7 +317,7 @@ def _genai_documents(value: Any) -> list[dict[str, Any]]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return []
     if not isinstance(value, list):
         return []
@@ -345,7 +346,7 @@ def _messages(value: Any) -> list[dict[str, Any]]:
     if isinstance(value, str):
         try:
             parsed = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return [{"role": None, "content": value}]
         value = parsed
     if isinstance(value, dict):
@@ -418,4 +419,4 @@ def _count(value: Any) -> int | None:
 def _seconds(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if value >= 0 else None
+    return float(value) if 0 <= value < float("inf") else None

@@ -20,6 +20,7 @@ import base64
 import binascii
 import gzip
 import io
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -383,50 +384,70 @@ def _nanos(value: Any) -> int:
         return 0
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and value.isdigit() and len(value) <= 24:
         return int(value)
     return 0
 
 
-def _value(value: dict[str, Any]) -> Any:
-    """An AnyValue as Python: str, bool, int, float, list or dict (bytes as base64 text)."""
+# nesting of array / kvlist values read (a hostile export nests thousands deep)
+MAX_DEPTH = 16
+
+
+def _value(value: dict[str, Any], depth: int = 0) -> Any:
+    """An AnyValue as Python: str, bool, int, float, list or dict (bytes as base64 text);
+    None past MAX_DEPTH levels of nesting."""
+    if depth > MAX_DEPTH:
+        return None
     for names, convert in _ANY:
         found = _get(value, names)
         if found is not None:
-            return convert(found)
+            return convert(found, depth)
     return None
 
 
-def _int(found: Any) -> int | None:
+def _int(found: Any, depth: int = 0) -> int | None:
+    if isinstance(found, str) and len(found) > 24:  # int64 is 20 digits at most
+        return None
     try:
         return int(found)
     except (TypeError, ValueError):
         return None
 
 
-def _float(found: Any) -> float | None:
+def _float(found: Any, depth: int = 0) -> float | None:
     try:
-        return float(found)
-    except (TypeError, ValueError):
+        number = float(found)
+    except (TypeError, ValueError, OverflowError):
         return None
+    return number if math.isfinite(number) else None
 
 
-def _array(found: Any) -> list[Any]:
+def _array(found: Any, depth: int = 0) -> list[Any]:
     values = _get(found, VALUES) if isinstance(found, dict) else None
-    return [_value(v) for v in values or [] if isinstance(v, dict)]
+    if not isinstance(values, list):
+        return []
+    return [_value(v, depth + 1) for v in values if isinstance(v, dict)]
 
 
-def _kvlist(found: Any) -> dict[str, Any]:
+def _kvlist(found: Any, depth: int = 0) -> dict[str, Any]:
     values = _get(found, VALUES) if isinstance(found, dict) else None
-    return {k: _value(v) for k, v in _pairs(values) if isinstance(v, dict)}
+    return {k: _value(v, depth + 1) for k, v in _pairs(values) if isinstance(v, dict)}
+
+
+def _text(found: Any, depth: int = 0) -> str | None:
+    return found if isinstance(found, str) else None
+
+
+def _flag(found: Any, depth: int = 0) -> bool | None:
+    return found if isinstance(found, bool) else None
 
 
 _ANY: tuple[tuple[tuple[str, ...], Any], ...] = (
-    (STRING_VALUE, lambda found: found if isinstance(found, str) else None),
+    (STRING_VALUE, _text),
     (INT_VALUE, _int),
     (DOUBLE_VALUE, _float),
-    (BOOL_VALUE, lambda found: found if isinstance(found, bool) else None),
+    (BOOL_VALUE, _flag),
     (ARRAY_VALUE, _array),
     (KVLIST_VALUE, _kvlist),
-    (BYTES_VALUE, lambda found: found if isinstance(found, str) else None),
+    (BYTES_VALUE, _text),
 )

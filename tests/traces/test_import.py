@@ -367,3 +367,37 @@ def test_nested_llm_spans_are_one_call_and_the_tokens_are_the_inner_ones(tmp_pat
     )
     (record,) = records(tmp_path / "r")
     assert record["llm_calls"] == 1 and record["output_tokens"] == 9
+
+
+def test_hostile_values_are_dropped_not_a_traceback(tmp_path: Path) -> None:
+    """Values nested thousands deep, JSON strings nested as deep, a start time of 5,000
+    digits, an infinite latency: the import reads the rest of the trace."""
+    deep: dict[str, Any] = {"stringValue": "x"}
+    for _ in range(300):  # orjson's own limit is 1,024 levels
+        deep = {"arrayValue": {"values": [deep]}}
+    spans = openinference_trace(1)
+    spans[2]["attributes"].append({"key": "llm.output_messages.1.message.content", "value": deep})
+    chat = span(
+        2,
+        201,
+        "chat",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": "[" * 100_000 + "]" * 100_000,
+            "gen_ai.output.messages": json.dumps([{"role": "assistant", "content": "Fine."}]),
+        },
+    )
+    chat["startTimeUnixNano"] = "9" * 5_000
+    engine = vllm_span(1, parent=103)
+    engine["attributes"].append({"key": "gen_ai.latency.e2e", "value": {"doubleValue": "Infinity"}})
+    export = write_export(
+        tmp_path / "e.jsonl", [request("a", [*spans, chat]), request("v", [engine])]
+    )
+    found = import_traces([export], tmp_path / "r")
+    got = {r["trace_id"][-1]: r for r in records(tmp_path / "r")}
+    assert got["1"]["answer"] == "It opened in 1931."
+    # messages that do not parse are read as one message of that text (a bare string)
+    assert got["2"]["answer"] == "Fine." and got["2"]["question"].startswith("[[[")
+    assert got["2"]["arrival_time"] == 0.0  # a start time that is no int64: 0, not a crash
+    assert "e2e_s" in got["1"] and "tpot_s" not in got["1"]  # the engine's infinite e2e: unread
+    assert found.answers == 2
