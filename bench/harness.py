@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import statistics
 import time
 from collections.abc import Sequence
@@ -82,6 +83,13 @@ def relative(path: Path) -> str:
     return str(path)
 
 
+def machine_paths_relative(text: str) -> str:
+    """A results file's text without this machine's folders: the repo's root dropped, the
+    home folder as ~, a temporary work folder as WORKDIR (the file is committed)."""
+    text = text.replace(str(REPO) + "/", "").replace(str(Path.home()) + "/", "~/")
+    return re.sub(r"/tmp/[A-Za-z0-9_.-]+/", "WORKDIR/", text)
+
+
 def write_result(
     name: str,
     bench: str,
@@ -106,6 +114,6 @@ def write_result(
         "figures": figures,
     }
     path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    path.write_text(machine_paths_relative(json.dumps(result, indent=1)) + "\n", encoding="utf-8")
     print(f"-> {path}")
     return path

@@ -15,6 +15,10 @@ Collector's `file` exporter writes them (one ExportTraceServiceRequest a line, O
 Both send OTLP/HTTP to `auditor.traces.sink` in this process, which writes the file. The
 engines run one after the other. It ingests corpora/kestrel/docs into --index first if no
 index is there. It ends by listing the span names and attribute keys per service.
+
+Paths of this machine the instrumentation records (the embedder's folder, vLLM's code paths in
+its start-up spans) are written relative: from `site-packages/` on, or to the repo
+(`--scrub FILE` does only that, to an export made before).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -74,6 +79,24 @@ def summary(path: Path) -> str:
     return "\n".join(lines)
 
 
+# an absolute path inside a JSON string: kept from site-packages/ on; the repo's root and the
+# home folder dropped
+_INSTALLED = re.compile(r'"/[^"]*?/(site-packages/[^"]*)"')
+
+
+def scrub_machine_paths(path: Path) -> int:
+    """Rewrite an export's absolute paths of this machine as relative ones; how many."""
+    text = path.read_text(encoding="utf-8")
+    scrubbed, count = _INSTALLED.subn(r'"\1"', text)
+    for root, name in ((str(REPO) + "/", ""), (str(Path.home()) + "/", "~/")):
+        count += scrubbed.count(root)
+        scrubbed = scrubbed.replace(root, name)
+    for line in scrubbed.splitlines():
+        json.loads(line)  # still one JSON request a line
+    path.write_text(scrubbed, encoding="utf-8")
+    return count
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--per-app", type=int, default=8, help="questions per application")
@@ -82,7 +105,11 @@ def main() -> int:
     parser.add_argument(
         "--apps", default="llamaindex,served", help="which applications (comma-separated)"
     )
+    parser.add_argument("--scrub", type=Path, help="only make this export's machine paths relative")
     args = parser.parse_args()
+    if args.scrub is not None:
+        print(f"{args.scrub}: {scrub_machine_paths(args.scrub)} machine paths made relative")
+        return 0
     apps = set(args.apps.split(","))
 
     ensure_index(args.index)
@@ -98,6 +125,7 @@ def main() -> int:
             answer_in_process(args.index, Path(model_dir), first, sink.endpoint)
         if "served" in apps:
             answer_served(args.index, Path(model_dir), second, sink.endpoint, args.out)
+    scrub_machine_paths(args.out)
     size = args.out.stat().st_size
     print(f"{args.out}: {sink.requests} export requests, {size / 1024:.0f} KiB")
     print(summary(args.out))
